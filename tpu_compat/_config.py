@@ -15,6 +15,13 @@ WARNINGS_VAR = "TPU_COMPAT_WARNINGS"
 STRICT_VAR = "TPU_COMPAT_STRICT"
 # How faithfully the emulated TPU models a TPU's compiler (docs/emulated_tpu.md#fidelity).
 FIDELITY_VAR = "TPU_COMPAT_FIDELITY"
+# Emulated TPU pod slices (docs/pods.md): hosts, each a TF worker process.
+HOSTS_VAR = "TPU_COMPAT_NUM_HOSTS"
+# Seconds a pod worker may take to come up (and, with TF_CONFIG, to answer).
+POD_TIMEOUT_VAR = "TPU_COMPAT_POD_TIMEOUT"
+# First loopback port of the workers `--hosts` starts (default: free ports).
+POD_PORT_VAR = "TPU_COMPAT_POD_PORT"
+DEFAULT_POD_TIMEOUT = 60.0
 # Set by `tpu-compat regress` / `verify`: seed the RNGs before the script runs.
 SEED_VAR = "TPU_COMPAT_SEED"
 
@@ -69,6 +76,43 @@ def num_replicas(environ=None):
     environ = os.environ if environ is None else environ
     raw = environ.get(REPLICAS_VAR, "")
     return positive_int(REPLICAS_VAR, raw) if raw.strip() else None
+
+
+def num_hosts(environ=None):
+    """The requested number of pod hosts, or None (one host)."""
+    environ = os.environ if environ is None else environ
+    raw = environ.get(HOSTS_VAR, "")
+    return positive_int(HOSTS_VAR, raw) if raw.strip() else None
+
+
+def pod_timeout(environ=None):
+    """Seconds a pod worker may take to start (default 60)."""
+    environ = os.environ if environ is None else environ
+    raw = environ.get(POD_TIMEOUT_VAR, "")
+    if not raw.strip():
+        return DEFAULT_POD_TIMEOUT
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise ConfigError(
+            f"{POD_TIMEOUT_VAR}={raw!r} is not valid; expected a positive number "
+            f"of seconds")
+    return value
+
+
+def pod_port(environ=None):
+    """The first port of the pod's loopback workers, or None (free ports)."""
+    environ = os.environ if environ is None else environ
+    raw = environ.get(POD_PORT_VAR, "")
+    if not raw.strip():
+        return None
+    port = positive_int(POD_PORT_VAR, raw)
+    if port > 65535:
+        raise ConfigError(f"{POD_PORT_VAR}={raw!r} is not valid; expected a port "
+                          f"number from 1 to 65535")
+    return port
 
 
 def warning_policy(environ=None):

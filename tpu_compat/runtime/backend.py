@@ -25,6 +25,7 @@ import threading
 from typing import Optional, Tuple
 
 from tpu_compat import _config
+from tpu_compat.runtime import pod as pod_lib
 
 __all__ = [
     "Backend",
@@ -63,6 +64,8 @@ class Backend:
     num_replicas: int
     devices: Tuple[str, ...]
     reason: str
+    # Emulated pod slices (runtime/pod.py): hosts, each a TF worker process.
+    num_hosts: int = 1
 
     @property
     def emulated(self):
@@ -107,6 +110,21 @@ def _decide(requested, replicas, environ):
     # CPU split below is still possible afterwards.
     local_tpus = tf.config.list_physical_devices("TPU")
     named = _named_tpu_in_environment(environ)
+
+    pod_request = pod_lib.requested_pod(environ)
+    if pod_request is not None and (requested == "tpu" or local_tpus or named):
+        raise BackendUnavailableError(
+            f"{_config.HOSTS_VAR} / TF_CONFIG's worker list describe an emulated "
+            f"TPU pod, but the backend is a real TPU, whose hosts come from its "
+            f"TPUClusterResolver; unset them or use {_config.BACKEND_VAR}=cpu")
+    if pod_request is not None:
+        pod = pod_lib.start(replicas)
+        kind = "gpu" if ":GPU:" in pod.devices[0] else "cpu"
+        return Backend(kind, len(pod.devices), pod.devices,
+                       f"emulating a {pod.num_hosts}-host TPU pod slice: "
+                       f"{pod.num_hosts} worker processes x {pod.cores_per_host} "
+                       f"cores ({', '.join(pod.addresses)})",
+                       num_hosts=pod.num_hosts)
 
     if requested in ("auto", "tpu"):
         if local_tpus:

@@ -16,8 +16,11 @@ TPU runtime.
 import functools
 
 from tensorflow.python.distribute import cross_device_ops as cross_device_ops_lib
+from tensorflow.python.distribute import device_util
 from tensorflow.python.distribute import mirrored_strategy
+from tensorflow.python.distribute import numpy_dataset
 from tensorflow.python.eager import def_function
+from tensorflow.python.framework import device as tf_device
 from tensorflow.python.framework import ops
 from tensorflow.python.tpu import tpu_function
 
@@ -45,6 +48,18 @@ def replica_devices(backend, device_assignment=None):
     return tuple(backend.devices[ordinal] for ordinal in ordinals)
 
 
+def _group_by_host(devices):
+    """``((host CPU device, (its replica devices...)), ...)`` in task order."""
+    hosts = {}
+    for device in devices:
+        spec = tf_device.DeviceSpec.from_string(device)
+        host = device_util.canonicalize(
+            f"/job:{spec.job or 'localhost'}/replica:{spec.replica or 0}"
+            f"/task:{spec.task or 0}/device:CPU:0")
+        hosts.setdefault(host, []).append(device)
+    return tuple((host, tuple(host_devices)) for host, host_devices in hosts.items())
+
+
 def _with_number_of_shards(fn, number_of_shards):
     @functools.wraps(fn)
     def replica_fn(*args, **kwargs):
@@ -67,8 +82,14 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
         # replica order, and several strategies in one process (common in
         # legacy programs and notebooks) cannot collide on the collective
         # instance keys that every MirroredStrategy numbers from the same base.
-        super().__init__(container_strategy, devices=list(devices),
+        hosts = _group_by_host(devices)
+        # MirroredExtended refuses devices of several workers in eager mode
+        # (its in-graph multi-worker path is gone), so it is built on the
+        # first host and then given the pod's layout, as TPUExtended has it.
+        super().__init__(container_strategy, devices=list(hosts[0][1]),
                          cross_device_ops=cross_device_ops_lib.ReductionToOneDevice())
+        if len(hosts) > 1:
+            self._use_pod_layout(hosts)
         self.steps_per_run = steps_per_run
         self._device_assignment = device_assignment
         # StrategyBase.cluster_resolver reads `_cluster_resolver`; TF's own
@@ -76,6 +97,17 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
         self._cluster_resolver = cluster_resolver
         self._tpu_cluster_resolver = cluster_resolver
         self.experimental_enable_get_next_as_optional = True
+
+    def _use_pod_layout(self, hosts):
+        # One input worker per host: datasets and dataset_fn run on each
+        # host's CPU with InputContext(num_input_pipelines=H,
+        # input_pipeline_id=h), as TPUExtended builds its input workers.
+        self._devices = tuple(device for _, host_devices in hosts
+                              for device in host_devices)
+        self._input_workers_devices = tuple(hosts)
+        self._host_input_device = numpy_dataset.SingleDevice(hosts[0][0])
+        # Unplaced ops in scope() go to host 0, the pod's master.
+        self._default_device = hosts[0][0].rsplit("/device:", 1)[0]
 
     # -- strict mode: what TPUExtended checks and MirroredExtended does not ----
 
@@ -134,11 +166,11 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
 
     @property
     def num_hosts(self):
-        return 1
+        return len(self._input_workers_devices)
 
     @property
     def num_replicas_per_host(self):
-        return self._num_replicas_in_sync
+        return self._num_replicas_in_sync // self.num_hosts
 
     @property
     def num_logical_devices_per_replica(self):

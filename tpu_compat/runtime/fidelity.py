@@ -95,7 +95,11 @@ def _ensure_xla_kernels_registered():
         if _registry_ready:
             return
         # Eager even in a TF 1.x graph program: the kernel must really run.
-        with context.eager_mode(), ops.device("/device:CPU:0"):
+        # This process's own CPU, named in full: inside a pod's strategy
+        # scope, "/device:CPU:0" would be a remote worker's, and the kernels
+        # would be registered there.
+        with context.eager_mode(), ops.device(
+                context.context().host_address_space() + "/device:CPU:0"):
             tf.function(lambda x: x + 1, jit_compile=True)(tf.constant(0))
         if not _xla_kernels("MatMul"):
             raise RuntimeError(

@@ -24,6 +24,7 @@ from tensorflow.python.tpu import tpu_system_metadata as metadata_lib
 
 from tpu_compat.runner import EMULATED_COLAB_TPU_ADDR
 from tpu_compat.runtime import backend as backend_lib
+from tpu_compat.runtime import pod as pod_lib
 from tpu_compat.runtime import topology as topology_lib
 
 __all__ = [
@@ -151,7 +152,10 @@ class TPUClusterResolver(native_resolver_lib.TPUClusterResolver):
     def master(self, task_type=None, task_id=None, rpc_layer=None):
         if not self.emulated:
             return super().master(task_type, task_id, rpc_layer)
-        return ""  # tf.compat.v1.Session("") is a local session
+        pod = pod_lib.current_pod()
+        # tf.compat.v1.Session("") is a local session; a pod's sessions run on
+        # worker 0's master service, which places ops on every host.
+        return pod.master if pod else ""
 
     def get_master(self):
         return self.master()
@@ -159,7 +163,9 @@ class TPUClusterResolver(native_resolver_lib.TPUClusterResolver):
     def cluster_spec(self):
         if not self.emulated:
             return super().cluster_spec()
-        jobs = {self.task_type: [self._worker_address]}  # one task per host
+        pod = pod_lib.current_pod()
+        # One task per host.
+        jobs = {self.task_type: list(pod.addresses) if pod else [self._worker_address]}
         if self._coordinator_name and self._coordinator_address:
             jobs[self._coordinator_name] = [self._coordinator_address]
         return tf.train.ClusterSpec(jobs)
@@ -167,7 +173,8 @@ class TPUClusterResolver(native_resolver_lib.TPUClusterResolver):
     def num_accelerators(self, task_type=None, task_id=None, config_proto=None):
         if not self.emulated:
             return super().num_accelerators(task_type, task_id, config_proto)
-        return {"TPU": self.num_emulated_cores}
+        # TF's TPUClusterResolver counts the cores of one worker (host).
+        return {"TPU": self.num_emulated_cores // self._tpu_compat_backend.num_hosts}
 
     def get_tpu_system_metadata(self):
         if not self.emulated:
@@ -176,8 +183,8 @@ class TPUClusterResolver(native_resolver_lib.TPUClusterResolver):
         devices = [tf.config.LogicalDevice(name, backend.kind.upper())
                    for name in backend.devices]
         return metadata_lib.TPUSystemMetadata(
-            num_cores=backend.num_replicas, num_hosts=1,
-            num_of_cores_per_host=backend.num_replicas,
+            num_cores=backend.num_replicas, num_hosts=backend.num_hosts,
+            num_of_cores_per_host=backend.num_replicas // backend.num_hosts,
             topology=emulated_topology_for(backend.num_replicas),
             devices=devices)
 
@@ -202,7 +209,10 @@ def _describes_emulated_tpu(cluster_spec):
         return False
     addresses = [address for tasks in jobs.values()
                  for address in (tasks.values() if isinstance(tasks, dict) else tasks)]
-    return bool(addresses) and set(addresses) <= _emulated_addresses
+    pod = pod_lib.current_pod()
+    # A pod's workers: this process connected to them when it started them.
+    known = _emulated_addresses | set(pod.addresses if pod else ())
+    return bool(addresses) and set(addresses) <= known
 
 
 def _is_emulated(cluster_resolver):

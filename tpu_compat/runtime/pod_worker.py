@@ -1,0 +1,141 @@
+"""One host of an emulated TPU pod: a TensorFlow gRPC server, nothing else.
+
+A TPU pod's host runs TensorFlow's worker service; the program's coordinator
+(the chief) places the replicas' ops and input pipelines on its devices. This
+is that worker: ``tf.distribute.Server`` for task ``--task`` of the cluster's
+``worker`` job, with ``--cores`` emulated cores (logical CPU devices), or the
+machine's GPUs with ``--device gpu``.
+
+Run by :mod:`tpu_compat.runtime.pod` (``tpu-compat run --hosts H`` starts H
+of them on loopback ports) or by hand on each machine of a real cluster
+(``tpu-compat worker``, docs/pods.md). It prints one line when it serves::
+
+    tpu-compat worker 1 ready on localhost:41234 (4 CPU cores)
+
+and, with ``--exit-with-parent``, exits as soon as its standard input closes:
+the chief holds the other end, so a chief that dies for any reason (even
+SIGKILL) leaves no worker behind.
+"""
+
+import argparse
+import os
+import sys
+import threading
+
+READY_PREFIX = "tpu-compat worker "
+READY_WORD = " ready on "
+# Exit codes, read by the chief to say what went wrong.
+EXIT_USAGE = 2
+EXIT_PORT_TAKEN = 3
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="tpu-compat worker",
+        description="Serve one host of an emulated TPU pod (TensorFlow's gRPC "
+                    "worker service). The chief program connects to it.")
+    parser.add_argument("--cluster", metavar="ADDR[,ADDR...]",
+                        help="every worker's host:port, in task order (default: "
+                             "TF_CONFIG's cluster.worker)")
+    parser.add_argument("--task", type=int, metavar="H",
+                        help="this worker's index in --cluster (default: "
+                             "TF_CONFIG's task.index)")
+    parser.add_argument("--cores", type=int, default=None, metavar="C",
+                        help="emulated TPU cores on this host (logical CPU "
+                             "devices; default 8, or 1 with --device gpu)")
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+                        help="what backs the cores: logical CPU devices, or "
+                             "this machine's GPUs (default cpu)")
+    parser.add_argument("--exit-with-parent", action="store_true",
+                        help="exit when standard input closes (used by the "
+                             "chief for the workers it starts)")
+    return parser
+
+
+def _cluster_from_tf_config():
+    import json  # pylint: disable=import-outside-toplevel
+    raw = os.environ.get("TF_CONFIG", "")
+    if not raw.strip():
+        return None, None
+    try:
+        config = json.loads(raw)
+        workers = list(config["cluster"]["worker"])
+        task = config.get("task", {})
+        index = int(task["index"]) if task.get("type", "worker") == "worker" else None
+    except (ValueError, KeyError, TypeError) as error:
+        raise SystemExit(f"tpu-compat worker: error: TF_CONFIG is not valid "
+                         f"({error}); expected {{\"cluster\": {{\"worker\": "
+                         f"[\"host:port\", ...]}}, \"task\": {{\"type\": "
+                         f"\"worker\", \"index\": H}}}}")
+    return workers, index
+
+
+def _fail(code, message):
+    print(f"tpu-compat worker: error: {message}", file=sys.stderr, flush=True)
+    # The server's threads would keep a normal exit waiting.
+    os._exit(code)  # pylint: disable=protected-access
+
+
+def _exit_when_stdin_closes():
+    try:
+        while sys.stdin.buffer.read(4096):
+            pass
+    except (OSError, ValueError):
+        pass
+    os._exit(0)  # pylint: disable=protected-access
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    workers, task = (args.cluster.split(",") if args.cluster else None), args.task
+    if workers is None or task is None:
+        env_workers, env_task = _cluster_from_tf_config()
+        workers = workers or env_workers
+        task = env_task if task is None else task
+    if not workers or task is None:
+        _fail(EXIT_USAGE, "give --cluster and --task, or set TF_CONFIG with "
+                          "cluster.worker and task.index")
+    if not 0 <= task < len(workers):
+        _fail(EXIT_USAGE, f"--task={task} is not valid; allowed values: 0 to "
+                          f"{len(workers) - 1} (the cluster has {len(workers)} "
+                          f"workers)")
+    cores = args.cores if args.cores is not None else (8 if args.device == "cpu" else 1)
+    if cores < 1:
+        _fail(EXIT_USAGE, f"--cores={cores} is not valid; expected a positive integer")
+    if args.exit_with_parent:
+        threading.Thread(target=_exit_when_stdin_closes, daemon=True,
+                         name="tpu-compat-exit-with-parent").start()
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
+    address = workers[task]
+    if args.device == "gpu":
+        # The worker service's devices come from the ConfigProto, not from
+        # tf.config's logical-device settings (those apply to eager only).
+        found = len(tf.config.list_physical_devices("GPU"))
+        if found < cores:
+            _fail(EXIT_USAGE, f"--cores={cores} GPUs requested but this machine "
+                              f"has {found}")
+        config = tf.compat.v1.ConfigProto(device_count={"GPU": cores})
+        config.gpu_options.visible_device_list = ",".join(map(str, range(cores)))
+    else:
+        config = tf.compat.v1.ConfigProto(device_count={"CPU": cores, "GPU": 0})
+    try:
+        server = tf.distribute.Server(
+            tf.train.ClusterSpec({"worker": workers}), job_name="worker",
+            task_index=task, protocol="grpc", config=config, start=True)
+    except (tf.errors.UnknownError, tf.errors.InvalidArgumentError,
+            tf.errors.UnavailableError) as error:
+        port = address.rsplit(":", 1)[-1]
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        _fail(EXIT_PORT_TAKEN, f"worker {task} cannot listen on {address}: port "
+                               f"{port} is taken or not available ({detail})")
+    print(f"{READY_PREFIX}{task}{READY_WORD}{address} ({cores} "
+          f"{args.device.upper()} cores)", flush=True)
+    server.join()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
