@@ -294,10 +294,24 @@ class CompatStrategyMixin:
             return super().experimental_distribute_dataset(dataset, options=options)
         per_replica = global_batch // replicas
         static = static_batch_size(dataset) == global_batch
+        hosts = self.extended.input_host_devices
+        if len(hosts) > 1:
+            # An emulated pod: the dataset was made in this process (the
+            # chief) and a dataset cannot be sent to another process, so each
+            # host gets a copy rebuilt from its graph, as TF's input_lib does.
+            on_host = tf_data_distribute.replicate(dataset, hosts)
 
         def per_replica_batches(input_context):
-            del input_context  # one input pipeline: replicas take turns
-            return dataset.rebatch(per_replica, drop_remainder=static)
+            if len(hosts) == 1:  # one input pipeline: replicas take turns
+                return dataset.rebatch(per_replica, drop_remainder=static)
+            # A pod's TPUExtended cut each global batch into per-replica
+            # batches and then auto-sharded them by data over the hosts (the
+            # shard comes after the rebatch), so host h takes every H-th
+            # per-replica batch: its replica j gets per-replica batch h + H*j
+            # of each global batch. TF 2.21's own pod split orders them so too.
+            host = input_context.input_pipeline_id
+            return on_host[hosts[host]].rebatch(per_replica, drop_remainder=static).shard(
+                input_context.num_input_pipelines, host)
 
         return self.distribute_datasets_from_function(per_replica_batches)
 

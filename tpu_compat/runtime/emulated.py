@@ -165,6 +165,11 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
         return result
 
     @property
+    def input_host_devices(self):
+        """Each host's input device (its CPU), in task order."""
+        return tuple(host for host, _ in self._input_workers_devices)
+
+    @property
     def num_hosts(self):
         return len(self._input_workers_devices)
 
