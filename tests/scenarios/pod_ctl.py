@@ -118,6 +118,7 @@ def distributed_training(strategy, features, targets):
 
 def reference_training(features, targets):
     model = build_model(seed=1)
+    initial = model.get_weights()
     optimizer = tf.keras.optimizers.SGD(learning_rate=LEARNING_RATE)
     training_loss = tf.keras.metrics.Sum()
     step = tf.function(make_step(model, optimizer, training_loss))
@@ -127,7 +128,7 @@ def reference_training(features, targets):
         for _ in range(FLAGS.steps_per_loop):
             step(next(batches))
         losses.append(float(training_loss.result()))
-    return model, losses
+    return model, losses, initial
 
 
 def components(strategy, variables):
@@ -173,7 +174,7 @@ def main(_):
     model, optimizer, losses = distributed_training(strategy, features, targets)
     trained = list(pod_report.components_report(
         "TRAINED", components(strategy, model.weights)).values())
-    reference, reference_losses = reference_training(features, targets)
+    reference, reference_losses, initial = reference_training(features, targets)
 
     absolute, relative = pod_report.max_differences(trained, reference.get_weights())
     pod_report.emit("REFERENCE_MAX_ABS_DIFF", absolute)
@@ -181,7 +182,8 @@ def main(_):
     pod_report.emit("RESULT", {
         "losses": losses, "reference_losses": reference_losses,
         "weights": [w.tolist() for w in trained],
-        "reference": [w.tolist() for w in reference.get_weights()]})
+        "reference": [w.tolist() for w in reference.get_weights()],
+        "initial": [w.tolist() for w in initial]})
     checkpoint_round_trip(strategy, model, optimizer, trained)
 
 

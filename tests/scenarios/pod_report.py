@@ -71,5 +71,5 @@ def max_differences(got, want):
         a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
         diff = np.abs(a - b)
         absolute = max(absolute, float(np.max(diff, initial=0.0)))
-        relative = max(relative, float(np.max(diff / np.maximum(np.abs(b), 1e-12), initial=0.0)))
+        relative = max(relative, float(np.max(diff / np.maximum(np.abs(b), 1e-6), initial=0.0)))
     return absolute, relative

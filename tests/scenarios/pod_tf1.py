@@ -176,7 +176,8 @@ def main(_):
     pod_report.emit("RESULT", {
         "losses": losses, "reference_losses": reference_losses,
         "weights": [trained[n].tolist() for n in NAMES],
-        "reference": [reference[n].tolist() for n in NAMES]})
+        "reference": [reference[n].tolist() for n in NAMES],
+        "initial": [initial_values(1)[n].tolist() for n in NAMES]})
 
 
 if __name__ == "__main__":
