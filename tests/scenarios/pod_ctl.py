@@ -82,7 +82,7 @@ def distributed_training(strategy, features, targets):
         dataset = tf.data.Dataset.from_tensor_slices((features, targets)).shard(
             ctx.num_input_pipelines, ctx.input_pipeline_id).batch(per_replica, drop_remainder=True)
         input_fn_calls.append([ctx.num_input_pipelines, ctx.input_pipeline_id, per_replica,
-                               pod_report.task_of(dataset._variant_tensor.device)])  # pylint: disable=protected-access
+                               pod_report.dataset_host(dataset)])
         return dataset.repeat()
 
     with strategy.scope():

@@ -31,6 +31,11 @@ def task_of(device):
     return 0
 
 
+def dataset_host(dataset):
+    """The host a dataset was built on (where its input pipeline runs)."""
+    return task_of(dataset._variant_tensor.device)  # pylint: disable=protected-access
+
+
 def pod_semantics(strategy, resolver):
     """Issue 16's layout semantics, as the program reads them."""
     emit("NUM_REPLICAS", strategy.num_replicas_in_sync)
