@@ -109,6 +109,32 @@ def test_input_fn_runs_once_per_host_with_its_input_context(runs, kind, hosts):
     assert calls == [[hosts, host, 32 // REPLICAS, host] for host in range(hosts)]
 
 
+@pytest.mark.parametrize("hosts", [1, 2])
+def test_dataset_pinned_to_one_host_is_refused_on_a_pod(runs, hosts):
+    assert runs("ctl", hosts).numbers["PINNED_DATASET_REFUSED"] == (hosts > 1)
+
+
+def test_host_device_names_on_a_pod(monkeypatch):
+    """A pod's `/job:worker/task:h` and `TPU:k` names mean host h and its core k."""
+    from tpu_compat.runtime import backend as backend_lib  # pylint: disable=import-outside-toplevel
+    from tpu_compat.runtime import devices  # pylint: disable=import-outside-toplevel
+    cores = tuple(f"/job:worker/replica:0/task:{i // 4}/device:CPU:{i % 4}" for i in range(8))
+    pod = backend_lib.Backend("cpu", 8, cores, "a 2-host test pod", num_hosts=2)
+    monkeypatch.setattr(devices, "_emulating", lambda: pod)
+    host1 = "/job:worker/replica:0/task:1/device:CPU:0"
+    assert devices.resolve(host1)[0] == host1
+    assert devices.resolve("/job:tpu_worker/replica:0/task:1/device:TPU:2")[0] == \
+        "/job:worker/replica:0/task:1/device:CPU:2"
+    assert devices.resolve("/device:TPU:5")[0] == cores[5]
+    names = [d.name for d in devices.list_logical_devices("TPU")]
+    assert names[4] == "/job:worker/replica:0/task:1/device:TPU:0"
+    assert [devices.resolve(name)[0] for name in names] == list(cores)
+    with pytest.raises(devices.DeviceMappingError, match="2 hosts"):
+        devices.resolve("/job:worker/replica:0/task:2/device:CPU:0")
+    with pytest.raises(devices.DeviceMappingError, match="4 cores"):
+        devices.resolve("/job:worker/replica:0/task:1/device:TPU:4")
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("hosts", [1, 2])
 def test_training_loops_stay_on_device(runs, kind, hosts):

@@ -66,6 +66,22 @@ def report_split(strategy):
     pod_report.emit("SPLIT", split)
 
 
+def pinned_dataset_refused(strategy):
+    """A single-host habit: dataset_fn pins its dataset to host 0's CPU.
+
+    Fine on one host; on a pod every host would read host 0's dataset, which
+    cannot be sent between hosts, so the emulated pod says so at once.
+    """
+    def pinned(ctx):
+        with tf.device("/job:worker/replica:0/task:0/device:CPU:0"):
+            return tf.data.Dataset.range(64).batch(ctx.get_per_replica_batch_size(GLOBAL_BATCH))
+    try:
+        strategy.experimental_distribute_datasets_from_function(pinned)
+    except ValueError as error:
+        return "remove the tf.device" in str(error)
+    return False
+
+
 def distributed_training(strategy, features, targets):
     input_fn_calls = []
 
@@ -169,6 +185,7 @@ def main(_):
     pod_report.worker_pids()
     pod_report.pod_semantics(strategy, resolver)
     report_split(strategy)
+    pod_report.emit("PINNED_DATASET_REFUSED", int(pinned_dataset_refused(strategy)))
 
     features, targets = make_data(FLAGS.loops * FLAGS.steps_per_loop)
     model, optimizer, losses = distributed_training(strategy, features, targets)

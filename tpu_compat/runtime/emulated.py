@@ -60,6 +60,32 @@ def _group_by_host(devices):
     return tuple((host, tuple(host_devices)) for host, host_devices in hosts.items())
 
 
+def _check_datasets_on_their_hosts(distributed):
+    """On a pod, each host reads its own dataset: one pinned elsewhere cannot be read.
+
+    dataset_fn runs under each host's device scope; a ``tf.device(...)``
+    inside it (a single-host habit: ``'/job:worker/replica:0/task:0/device:CPU:0'``)
+    puts every host's dataset on one host, and a dataset cannot be sent to
+    another process: TensorFlow's input pipeline would fail at ``iter()``
+    with "could not parse rpc response [Op:GetOptions]". Said here instead.
+    """
+    datasets = getattr(distributed, "_datasets", None) or ()
+    workers = distributed._input_workers.worker_devices  # pylint: disable=protected-access
+    for pipeline, (dataset, worker) in enumerate(zip(datasets, workers)):
+        device = getattr(dataset._variant_tensor, "device", "")  # pylint: disable=protected-access
+        if not device:
+            continue
+        built, host = (tf_device.DeviceSpec.from_string(name) for name in (device, worker))
+        if (built.job, built.task or 0) != (host.job, host.task or 0):
+            raise ValueError(
+                f"dataset_fn built the dataset of input pipeline {pipeline} on "
+                f"{device}, but that pipeline is host {host.task or 0}'s "
+                f"({worker}): on a TPU pod every host reads its own dataset and "
+                f"a dataset cannot be sent to another host. dataset_fn is "
+                f"already called under each host's device scope: remove the "
+                f"tf.device(...) around the dataset in dataset_fn")
+
+
 def _with_number_of_shards(fn, number_of_shards):
     @functools.wraps(fn)
     def replica_fn(*args, **kwargs):
@@ -131,6 +157,8 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
         if checked:
             strict.check_datasets_from_function_options(options)
         distributed = super()._distribute_datasets_from_function(dataset_fn, options)
+        if self.num_hosts > 1:
+            _check_datasets_on_their_hosts(distributed)
         if checked:  # as on a TPU, only once dataset_fn has run
             strict.check_dataset_spec(distributed.element_spec, options)
         return distributed
