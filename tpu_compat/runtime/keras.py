@@ -316,6 +316,35 @@ def _metric_variables_are_local(original):
     return add_weight
 
 
+def _pod_session(original, backend):
+    """TF 1.15 Keras ran a TPU model's graph in a session on the TPU master.
+
+    ``configure_and_create_distributed_session`` made ``Session(target=
+    resolver.master())`` for a TPU strategy, a branch it picks by class name,
+    which the emulated TPU does not have; its other branch makes a local
+    session. On one host that is the same thing, but on an emulated pod the
+    variables live on the hosts' worker processes, which only a session on
+    the pod's master (worker 0, as on a TPU pod) can reach.
+    """
+
+    @functools.wraps(original)
+    def configure_and_create_distributed_session(distribution_strategy):
+        from tpu_compat.runtime import pod as pod_lib  # pylint: disable=import-outside-toplevel
+        pod = pod_lib.current_pod()
+        if pod is None or not _is_emulated_adapter(distribution_strategy):
+            return original(distribution_strategy)
+        session_config = backend.get_default_session_config()
+        existing = getattr(backend._SESSION, "session", None)  # pylint: disable=protected-access
+        if existing is not None and existing._config:  # pylint: disable=protected-access
+            session_config.MergeFrom(existing._config)  # pylint: disable=protected-access
+        distribution_strategy.configure(session_config)
+        backend.set_session(tf.compat.v1.Session(config=session_config, target=pod.master))
+        return None
+
+    configure_and_create_distributed_session.__tpu_compat_added__ = True
+    return configure_and_create_distributed_session
+
+
 # -- applying the patches -----------------------------------------------------
 
 def _patch_tf_keras(state, package):
@@ -344,6 +373,8 @@ def _patch_tf_keras(state, package):
                       training_distributed_v1._make_train_step_fn,  # pylint: disable=protected-access
                       training_distributed_v1, distributed_training_utils_v1,
                       backend))
+    state.replace(backend, "configure_and_create_distributed_session", _pod_session(
+        backend.configure_and_create_distributed_session, backend))
     state.replace(training_distributed_v1, "experimental_tpu_test_loop",
                   _emulated_validation_loop(
                       training_distributed_v1.experimental_tpu_test_loop,
