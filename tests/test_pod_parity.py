@@ -69,6 +69,20 @@ def test_two_hosts_equal_one_host_and_one_device(runs, kind):
     np.testing.assert_allclose(pod["losses"], pod["reference_losses"], rtol=1e-5)
 
 
+def test_tf115_keras_fit_in_graph_mode_on_a_pod(runs):
+    """TF 1.15 Keras: fit in the strategy's scope, steps_per_run steps per host call."""
+    one_host, pod = runs("tf1", 1), runs("tf1", 2)
+    for run in (one_host, pod):
+        assert run.json("KERAS_STEPS_PER_HOST_CALL") == [STEPS_PER_HOST_CALL] * 3
+    got, want = pod.json("RESULT"), one_host.json("RESULT")
+    _assert_close(got["keras_weights"], got["keras_reference"], "2x4 vs one device")
+    _assert_close(got["keras_weights"], want["keras_weights"], "2x4 vs 1x8")
+    initial = dict(zip(("b1", "b2", "w1", "w2"), got["initial"]))  # pod_tf1.NAMES order
+    start = [initial[name] for name in ("w1", "b1", "w2", "b2")]    # the Keras layers' order
+    assert any(np.any(np.asarray(w) != np.asarray(i))
+               for w, i in zip(got["keras_reference"], start)), "fit changed nothing"
+
+
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("hosts", [1, 2])
 def test_layout_is_a_pods(runs, kind, hosts):

@@ -155,6 +155,37 @@ def reference_training(features, labels):
             return sess.run({name: params[name] for name in NAMES}), losses
 
 
+class HostCalls(tf.keras.callbacks.Callback):
+    """TF 1.15's TPU fit loop calls batch-end callbacks once per host call."""
+
+    def __init__(self):
+        super().__init__()
+        self.steps = []
+
+    def on_batch_end(self, batch, logs=None):
+        self.steps.append(int(logs.get("num_steps", 1)))
+
+
+def keras_fit(features, labels, strategy=None):
+    """TF 1.15 Keras in graph mode: fit in scope() takes steps_per_run steps per host call."""
+    with tf.Graph().as_default():
+        if strategy is None:  # the reference: no strategy, a session of its own
+            tf.keras.backend.set_session(tf.Session())
+        with strategy.scope() if strategy else tf.Graph().as_default():
+            model = tf.keras.Sequential([
+                tf.keras.layers.Dense(16, activation="tanh", input_shape=(8,)),
+                tf.keras.layers.Dense(1)])
+            model.compile(optimizer=tf.keras.optimizers.legacy.SGD(LEARNING_RATE), loss="mse")
+            start = initial_values(seed=1)
+            model.set_weights([start[name] for name in ("w1", "b1", "w2", "b2")])
+            dataset = tf.data.Dataset.from_tensor_slices((features, labels)).batch(
+                GLOBAL_BATCH, drop_remainder=True)
+            host_calls = HostCalls()
+            model.fit(dataset, epochs=1, steps_per_epoch=len(features) // GLOBAL_BATCH,
+                      callbacks=[host_calls], verbose=0)
+            return model.get_weights(), host_calls.steps
+
+
 def main(_):
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="")
     strategy = tf.distribute.experimental.TPUStrategy(resolver, steps_per_run=FLAGS.steps_per_run)
@@ -173,11 +204,18 @@ def main(_):
                                                     [reference[n] for n in NAMES])
     pod_report.emit("REFERENCE_MAX_ABS_DIFF", absolute)
     pod_report.emit("REFERENCE_MAX_REL_DIFF", relative)
+    keras_weights, keras_steps = keras_fit(features, labels, strategy)
+    pod_report.emit("KERAS_STEPS_PER_HOST_CALL", keras_steps)
+    keras_reference, _ = keras_fit(features, labels)
+    absolute, relative = pod_report.max_differences(keras_weights, keras_reference)
+    pod_report.emit("KERAS_REFERENCE_MAX_ABS_DIFF", absolute)
     pod_report.emit("RESULT", {
         "losses": losses, "reference_losses": reference_losses,
         "weights": [trained[n].tolist() for n in NAMES],
         "reference": [reference[n].tolist() for n in NAMES],
-        "initial": [initial_values(1)[n].tolist() for n in NAMES]})
+        "initial": [initial_values(1)[n].tolist() for n in NAMES],
+        "keras_weights": [w.tolist() for w in keras_weights],
+        "keras_reference": [w.tolist() for w in keras_reference]})
 
 
 if __name__ == "__main__":

@@ -337,7 +337,7 @@ def _pod_session(original, backend):
         existing = getattr(backend._SESSION, "session", None)  # pylint: disable=protected-access
         if existing is not None and existing._config:  # pylint: disable=protected-access
             session_config.MergeFrom(existing._config)  # pylint: disable=protected-access
-        distribution_strategy.configure(session_config)
+        session_config.CopyFrom(distribution_strategy.update_config_proto(session_config))
         backend.set_session(tf.compat.v1.Session(config=session_config, target=pod.master))
         return None
 
