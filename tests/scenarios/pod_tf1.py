@@ -183,6 +183,10 @@ def keras_fit(features, labels, strategy=None):
             host_calls = HostCalls()
             model.fit(dataset, epochs=1, steps_per_epoch=len(features) // GLOBAL_BATCH,
                       callbacks=[host_calls], verbose=0)
+            # NumPy arrays: Keras makes the dataset itself (on host 0, then a
+            # copy on each host of a pod).
+            model.fit(features, labels, batch_size=GLOBAL_BATCH, epochs=1, shuffle=False,
+                      callbacks=[host_calls], verbose=0)
             return model.get_weights(), host_calls.steps
 
 

@@ -132,8 +132,11 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
                               for device in host_devices)
         self._input_workers_devices = tuple(hosts)
         self._host_input_device = numpy_dataset.SingleDevice(hosts[0][0])
-        # Unplaced ops in scope() go to host 0, the pod's master.
-        self._default_device = hosts[0][0].rsplit("/device:", 1)[0]
+        # Unplaced ops in scope() go to host 0, the pod's master: its CPU, a
+        # full device name (as TF's connect makes the master's CPU:0 the
+        # default). A task without a device type is stripped to the malformed
+        # "/device::0" when TF copies a graph-mode dataset to each host.
+        self._default_device = hosts[0][0]
 
     # -- strict mode: what TPUExtended checks and MirroredExtended does not ----
 
