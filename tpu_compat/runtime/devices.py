@@ -115,13 +115,29 @@ def resolve(name):
     spec = tf.DeviceSpec.from_string(text)
     device_type = (spec.device_type or "").upper()
     mapped_gpu = False
+    host_index = 0
     if spec.job in HOST_JOBS:
-        if spec.task not in (None, 0) or spec.replica not in (None, 0):
+        hosts = backend.num_hosts
+        host_index = spec.task or 0
+        if host_index >= hosts or spec.replica not in (None, 0):
             raise DeviceMappingError(
-                f"{text!r} names task {spec.task or 0} of the TPU host job "
-                f"{spec.job!r}, but the emulated TPU has one host (task 0)")
-        spec = spec.replace(job=_LOCAL_JOB, replica=0, task=0)
+                f"{text!r} names task {host_index} of the TPU host job "
+                f"{spec.job!r}, but the emulated TPU has {hosts} host(s) (tasks "
+                f"0-{hosts - 1}); run with `tpu-compat run --hosts N` "
+                f"(TPU_COMPAT_NUM_HOSTS) for a pod slice")
+        # One host: this process. A pod: its worker processes, job "worker".
+        spec = (spec.replace(job="worker", replica=0, task=host_index) if hosts > 1
+                else spec.replace(job=_LOCAL_JOB, replica=0, task=0))
     if device_type == "TPU":
+        # On a host, TPU core i is that host's i-th core.
+        if spec.job == "worker" and spec.device_index is not None:
+            per_host = len(backend.devices) // backend.num_hosts
+            if spec.device_index >= per_host:
+                raise DeviceMappingError(
+                    f"{text!r} names TPU core {spec.device_index} of host "
+                    f"{host_index}, but each emulated host has {per_host} cores "
+                    f"(0-{per_host - 1})")
+            spec = spec.replace(device_index=host_index * per_host + spec.device_index)
         target = _indexed_device(backend, spec, text, "TPU core")
         spec = spec.replace(job=target.job, replica=target.replica, task=target.task,
                             device_type=target.device_type,
