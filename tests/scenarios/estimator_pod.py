@@ -44,7 +44,7 @@ def report(key, value):
     print("%s: %.9g" % (key, value))
 
 
-def input_fn_builder(first, count, is_training):
+def input_fn_builder(first, count, is_training, drop_remainder=True):
     def input_fn(params):
         batch_size = params["batch_size"]
         d = tf.data.Dataset.from_tensor_slices(
@@ -59,7 +59,7 @@ def input_fn_builder(first, count, is_training):
             d = d.shard(invocations, index)
         if is_training:
             d = d.repeat()
-        d = d.batch(batch_size, drop_remainder=is_training)
+        d = d.batch(batch_size, drop_remainder=drop_remainder)
         INPUT_CALLS.append((batch_size, deployment, d._variant_tensor.device))
         if params.get("per_core"):  # per-core input took tensors, not datasets
             return tf.data.make_one_shot_iterator(d).get_next()
@@ -86,8 +86,8 @@ def model_fn(features, labels, mode, params):
         def host_call_fn(gs, loss):
             with tf.compat.v2.summary.create_file_writer(
                     os.path.join(params["summary_dir"])).as_default():
-                tf.compat.v2.summary.scalar("host_loss", tf.reduce_mean(loss),
-                                            step=gs[0])
+                tf.compat.v2.summary.write("host_loss", tf.reduce_mean(loss),
+                                           step=gs[0])
                 return tf.summary.all_v2_summary_ops()
         return tf.estimator.tpu.TPUEstimatorSpec(
             mode, loss=loss, train_op=train_op,
@@ -155,6 +155,8 @@ def main(_):
     report("checkpoints", len(checkpoints))
     report("checkpoint_data_files", len(glob.glob(
         os.path.join(model_dir, "model.ckpt-%d.data-*" % FLAGS.num_train_steps))))
+    report("train_event_files", len(glob.glob(
+        os.path.join(model_dir, "events.out.tfevents.*"))))
     steps = []
     for path in glob.glob(os.path.join(model_dir, "host_call", "events.out.tfevents.*")):
         for event in tf.train.summary_iterator(path):
@@ -178,7 +180,7 @@ def main(_):
     # Predict 17 examples: on 2 hosts, 9 + 8, so host 1's input ends first.
     del INPUT_CALLS[:]
     predictions = list(make_estimator(model_dir, cluster, per_host_v2).predict(
-        input_fn_builder(0, 17, is_training=False)))
+        input_fn_builder(0, 17, is_training=False, drop_remainder=False)))
     report_input_calls("predict", INPUT_CALLS)
     report("predict_count", len(predictions))
     report("predict_distinct_ids", len({int(p["id"]) for p in predictions}))

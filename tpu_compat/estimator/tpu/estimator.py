@@ -158,7 +158,17 @@ class TPUEstimator(Estimator):
     def _create_global_step(self, graph, mode):
         with self._ctx.with_mode(mode) as ctx:
             if ctx.is_running_on_cpu():
-                return super()._create_global_step(graph, mode)
+                # tpu_estimator.py's _create_global_step made it a resource
+                # variable on the CPU too, also in TF 1.x graphs (whose default
+                # is a reference variable): host_call then reads the step's own
+                # value (see _ordering), not whatever an in-place update left.
+                with graph.as_default(), graph.name_scope(None):
+                    return tf.compat.v1.get_variable(
+                        tf.compat.v1.GraphKeys.GLOBAL_STEP, shape=[], dtype=tf.int64,
+                        initializer=tf.compat.v1.zeros_initializer(), trainable=False,
+                        use_resource=True,
+                        collections=[tf.compat.v1.GraphKeys.GLOBAL_VARIABLES,
+                                     tf.compat.v1.GraphKeys.GLOBAL_STEP])
             return replicated.create_mirrored_global_step(self._strategy(graph))
 
     def _features_and_labels(self, input_fn, mode):

@@ -30,6 +30,7 @@ import math
 
 import tensorflow as tf
 from tensorflow.python.distribute import distribute_utils
+from tensorflow.python.framework import ops as tf_ops
 from tensorflow.python.training import evaluation as tf_evaluation
 
 from tpu_compat.estimator import _inputs
@@ -137,6 +138,16 @@ def _split(structure, count, batch_axis, what):
             for i in range(count)]
 
 
+def _on_host(device):
+    """Places ops on a host's CPU by the backend's own device name.
+
+    The names are the hosts the backend runs (``/job:worker/task:h`` on an
+    emulated pod), so they are used as they are; ``tf.device`` maps the names
+    a program writes (runtime/devices.py), which these are not.
+    """
+    return tf_ops.device(device)
+
+
 class _Source:
     """What one ``input_fn`` call returned, and the host CPU it runs on."""
 
@@ -203,7 +214,7 @@ class InputPipeline:
                 ctx, input_device=device, invocation_index=index, host_id=host)
             available = {"params": call_params, "mode": ctx.mode, "config": config}
             scope = "input_fn" if len(invocations) == 1 else f"input_fn_{index}"
-            with tf.device(device), tf.name_scope(scope):
+            with _on_host(device), tf.name_scope(scope):
                 result = _inputs.call_with_known_args(input_fn, available,
                                                       required=("params",))
                 self._add_source(result, device)
@@ -276,11 +287,11 @@ class InputPipeline:
         if self._per_core:
             batches = []
             for source in self._sources:
-                with tf.device(source.device):
+                with _on_host(source.device):
                     batches.append(self._next_from(source))
             return batches
         if self._broadcast:
-            with tf.device(self._sources[0].device):
+            with _on_host(self._sources[0].device):
                 features, labels = self._next_from(self._sources[0])
                 _static_batch_check(features, labels, what)
                 if self._sliced:
@@ -289,7 +300,7 @@ class InputPipeline:
             return [(features, labels)] * ctx.num_replicas
         batches = []
         for source in self._sources:  # one per host, in host order
-            with tf.device(source.device):
+            with _on_host(source.device):
                 batches += (self._host_v2_batches(source) if self._per_host_v2
                             else self._host_v1_batches(source, what))
         return batches
@@ -318,12 +329,12 @@ class InputPipeline:
         batch = self._predict_batch_per_source
         padded, self._real_counts = [], []
         for source in self._sources:
-            with tf.device(source.device):
+            with _on_host(source.device):
                 features, labels = self._next_from(source)
                 real = tf.shape(tf.nest.flatten(features)[0])[0]
                 padded.append(_pad_to_batch(features, labels, batch))
             self._real_counts.append(real)
-        with tf.device(self._sources[0].device):
+        with _on_host(self._sources[0].device):
             self._end_check = _end_of_input_when_all_empty(self._real_counts)
         if self._broadcast:
             features, labels = padded[0]
@@ -333,7 +344,7 @@ class InputPipeline:
             return [(features, labels)] * ctx.num_replicas
         per_replica = []
         for (features, labels), source in zip(padded, self._sources):
-            with tf.device(source.device):
+            with _on_host(source.device):
                 per_replica += _split((features, labels), ctx.num_of_replicas_per_host,
                                       self._batch_axis, "predict")
         return per_replica
