@@ -98,3 +98,47 @@ def test_sessions_run_on_the_pods_master_and_no_worker_survives(runs):
             if key.startswith("pod_worker_pid_")]
     assert len(pids) == 2
     assert all(process_gone(pid) for pid in pids)
+
+
+# -- in process --------------------------------------------------------------------
+
+_HOSTS = ("/job:worker/replica:0/task:0/device:CPU:0",
+          "/job:worker/replica:0/task:1/device:CPU:0")
+
+
+def test_tpu_context_places_replicas_and_input_on_their_hosts(tpu8):
+    del tpu8
+    from tpu_compat.estimator import tpu  # pylint: disable=import-outside-toplevel
+    from tpu_compat.estimator._spec import ModeKeys  # pylint: disable=import-outside-toplevel
+    from tpu_compat.estimator.tpu import context  # pylint: disable=import-outside-toplevel
+    config = tpu.RunConfig(tpu_config=tpu.TPUConfig(
+        per_host_input_for_training=tpu.InputPipelineConfig.PER_HOST_V1))
+    ctx = context.InternalContext(config, 64, 64, 64, use_tpu=True, eval_on_tpu=True,
+                                  num_replicas_fn=lambda: 8, host_devices_fn=lambda: _HOSTS)
+    with ctx.with_mode(ModeKeys.TRAIN):
+        assert (ctx.num_hosts, ctx.num_of_replicas_per_host) == (2, 4)
+        # PER_HOST_V1: the host's batch in input_fn, one core's in model_fn.
+        assert (ctx.batch_size_for_input_fn, ctx.batch_size_for_model_fn) == (32, 8)
+        user = context.TPUContext(ctx, input_device=_HOSTS[1], invocation_index=1,
+                                  host_id=1)
+        assert user.current_input_fn_deployment() == (_HOSTS[1], 1, 2, 4)
+        assert (user.num_hosts, user.current_host, user.num_of_replicas_per_host) == (
+            2, 1, 4)
+        assert user.device_for_replica(5) == (_HOSTS[1], 1)
+        assert user.tpu_host_placement_function(0) == _HOSTS[0]
+        with pytest.raises(ValueError, match=r"host_id must be in \[0, 2\)"):
+            user.tpu_host_placement_function(2)
+        with pytest.raises(ValueError, match=r"replica_id must be in \[0, 8\)"):
+            user.device_for_replica(8)
+
+
+def test_tf_config_of_an_emulated_pods_chief_is_not_an_estimator_cluster():
+    import json  # pylint: disable=import-outside-toplevel
+    from tpu_compat.estimator import run_config  # pylint: disable=import-outside-toplevel
+    pod = {"cluster": {"worker": ["localhost:2222", "localhost:2223"]},
+           "task": {"type": "chief", "index": 0}}
+    assert run_config.check_no_cluster({"TF_CONFIG": json.dumps(pod)}) == pod
+    workers = {"cluster": {"worker": ["a:1", "b:1"], "ps": ["c:1"]},
+               "task": {"type": "worker", "index": 0}}
+    with pytest.raises(ValueError, match="describes a cluster of 3 tasks"):
+        run_config.check_no_cluster({"TF_CONFIG": json.dumps(workers)})
