@@ -9,6 +9,7 @@ called as on a real pod, and no worker process outlives the program.
 """
 
 import re
+import warnings
 
 import pytest
 
@@ -111,8 +112,10 @@ def test_tpu_context_places_replicas_and_input_on_their_hosts(tpu8):
     from tpu_compat.estimator import tpu  # pylint: disable=import-outside-toplevel
     from tpu_compat.estimator._spec import ModeKeys  # pylint: disable=import-outside-toplevel
     from tpu_compat.estimator.tpu import context  # pylint: disable=import-outside-toplevel
-    config = tpu.RunConfig(tpu_config=tpu.TPUConfig(
-        per_host_input_for_training=tpu.InputPipelineConfig.PER_HOST_V1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the legacy names warn (TPC072-TPC074)
+        config = tpu.RunConfig(tpu_config=tpu.TPUConfig(
+            per_host_input_for_training=tpu.InputPipelineConfig.PER_HOST_V1))
     ctx = context.InternalContext(config, 64, 64, 64, use_tpu=True, eval_on_tpu=True,
                                   num_replicas_fn=lambda: 8, host_devices_fn=lambda: _HOSTS)
     with ctx.with_mode(ModeKeys.TRAIN):

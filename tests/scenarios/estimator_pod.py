@@ -206,10 +206,20 @@ def survey(cluster):
 
 
 def report_pod_workers():
-    """The worker processes' ids, so the test can check that none survives."""
-    from tpu_compat.runtime import pod  # pylint: disable=import-outside-toplevel
-    for task, _, process, _ in pod._workers:  # pylint: disable=protected-access
-        print("pod_worker_pid_%d: %d" % (task, process.pid))
+    """The pod's worker processes (this process's children), for the test to
+    check that none survives it."""
+    children = []
+    for thread in os.listdir("/proc/self/task"):
+        with open("/proc/self/task/%s/children" % thread) as handle:
+            children += handle.read().split()
+    for pid in sorted(set(children), key=int):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                command = handle.read()
+        except OSError:
+            continue
+        if b"pod_worker" in command:
+            print("pod_worker_pid_%s: %s" % (pid, pid))
 
 
 if __name__ == "__main__":
