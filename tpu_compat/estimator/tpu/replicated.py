@@ -11,7 +11,9 @@ What TF 1.15's TPUEstimator did with infeed and outfeed queues is done here
 with host-side equivalents:
 
 * **input**: a dataset's ``get_next()`` runs inside the loop, once per
-  replica-batch as the input mode says; ``input_fn``s that return tensors
+  replica-batch as the input mode says, on the CPU of the host whose
+  ``input_fn`` made it (each host of a pod feeds its own replicas);
+  ``input_fn``s that return tensors
   (not a dataset) are fed through a host FIFO queue that a hook fills with
   one element per step before each loop, as TF's infeed thread did;
 * **host calls** (``host_call``, ``eval_metrics``): each step's tensors,
