@@ -108,16 +108,20 @@ def _port_taken(address):
 
 
 def _serve_until_stopped():
-    """Sleeps in Python, so that Ctrl-C and SIGTERM reach this process.
+    """Sleeps in Python, so that Ctrl-C reaches this process.
 
     ``server.join()`` would wait inside TensorFlow, where Python never runs
-    the signal handlers.
+    the signal handlers. Short sleeps: the kernel may hand SIGINT to one of
+    the server's threads, and then only the main thread's next wake-up runs
+    Python's handler.
     """
     try:
         while True:
-            time.sleep(3600)
+            time.sleep(0.5)
     except KeyboardInterrupt:
-        _fail(EXIT_INTERRUPTED, "interrupted; the worker stops")
+        print("tpu-compat worker: interrupted; the worker stops", file=sys.stderr,
+              flush=True)
+        os._exit(EXIT_INTERRUPTED)  # pylint: disable=protected-access
 
 
 def _exit_when_stdin_closes():
