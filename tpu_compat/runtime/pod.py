@@ -485,8 +485,13 @@ def failure_behind(error, settle_seconds=1.0):
     if lost is None:
         return None
     _stop_workers()
-    return WorkerLostError(f"emulated pod: {lost} while the program was running; "
-                           f"the pod is stopped")
+    return WorkerLostError(_lost_message(_pod, lost))
+
+
+def _lost_message(pod, lost):
+    stopped = ("the pod is stopped" if pod.spawned else
+               "the program is stopped (the other workers keep running)")
+    return f"emulated pod: {lost} while the program was running; {stopped}"
 
 
 class _InterruptWatch:
@@ -590,8 +595,7 @@ class _Monitor(threading.Thread):
             lost = _lost_worker(self._pod)
             if lost and not _exiting.is_set():
                 break
-        report(f"emulated pod: {lost} while the program was running; the pod "
-               f"is stopped")
+        report(_lost_message(self._pod, lost))
         _stop_workers()
         with _report_lock:
             if not _disarmed:
