@@ -3,8 +3,8 @@
 Each test is one multi-process pod run (a chief under ``tpu-compat run`` and
 its worker processes): a worker that never comes up, a port that is taken
 (given, or picked and then lost), a worker killed mid-run, Ctrl-C during a
-long step, the chief killed, and the two-machine TF_CONFIG recipe on
-loopback. The time bounds asserted are the documented ones
+long step, the chief killed, the two-machine TF_CONFIG recipe on loopback,
+and the pytest marker's ``hosts=`` end to end. The time bounds asserted are the documented ones
 (docs/_pods_faults_section.md) with a wide margin for a loaded CI machine.
 """
 
@@ -18,10 +18,9 @@ import sys
 import threading
 import time
 
-import pytest
-
 from conftest import REPO_ROOT, SCENARIOS, assert_one_error_line, process_gone, run_cli, \
     subprocess_env
+from test_pytest_plugin import PLUGIN_ARGS
 
 LONG_TRAINING = os.path.join(SCENARIOS, "pod_long_training.py")
 # Generous: two extra TensorFlow imports on a loaded 2-core machine.
@@ -216,6 +215,29 @@ def test_killed_chief_leaves_no_worker_behind():
     chief.finish()
     # Their stdin (a pipe from the chief) closes: each worker exits at once.
     assert len(workers) == 2 and all(process_gone(pid, within=5) for pid in workers)
+
+
+pytest_plugins = ["pytester"]
+
+
+def test_marker_hosts_runs_the_test_on_a_pod_in_a_child(pytester, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", REPO_ROOT)
+    monkeypatch.delenv("TPU_COMPAT_NUM_HOSTS", raising=False)
+    pytester.makepyfile(test_on_pod="""
+        import os
+        import pytest
+
+        @pytest.mark.tpu_replicas(4, hosts=2)
+        def test_on_two_hosts(tpu_strategy, tpu_resolver, tpu_replicas):
+            assert os.environ["TPU_COMPAT_NUM_HOSTS"] == "2"
+            assert tpu_replicas == tpu_strategy.num_replicas_in_sync == 4
+            assert tpu_strategy.extended.num_hosts == 2
+            assert len(tpu_resolver.cluster_spec().as_dict()["worker"]) == 2
+    """)
+    result = pytester.runpytest_subprocess(*PLUGIN_ARGS, "-p", "no:cacheprovider", "-v",
+                                           timeout=START_TIMEOUT)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_on_two_hosts?replicas=4,hosts=2? PASSED*"])
 
 
 def _tf_config(addresses, kind, index):
