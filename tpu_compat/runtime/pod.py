@@ -16,10 +16,11 @@ runtime (gRPC worker services; eager remote execution in TF 2.x, a
   docs/pods.md); this process connects to them.
 
 Faults end the program with a :class:`PodError` naming the worker, within
-bounded times (see docs/pods.md): a worker that does not come up within
-``TPU_COMPAT_POD_TIMEOUT`` seconds, a port that is taken, a worker that dies
-while the program runs (detected within a second; the chief is stopped
-after a short grace period if the failed step does not return).
+bounded times (measured in docs/pods.md): a worker that does not come up
+within ``TPU_COMPAT_POD_TIMEOUT`` seconds, a port that is taken, a worker
+that dies while the program runs (reported within about a second; the chief
+is ended after a grace period if the failed step does not return). Ctrl-C
+during a step that does not return stops the workers after a grace period.
 """
 
 import atexit
@@ -41,7 +42,8 @@ from typing import Optional, Tuple
 from tpu_compat import _config
 from tpu_compat.runtime import pod_worker
 
-__all__ = ["Pod", "PodError", "WorkerLostError", "current_pod", "requested_pod", "start"]
+__all__ = ["Pod", "PodError", "WorkerLostError", "current_pod", "failure_behind",
+           "report", "requested_pod", "start"]
 
 _POLL_SECONDS = 0.2
 # How long a chief blocked in a TensorFlow call on a dead worker gets to
