@@ -64,6 +64,14 @@ with tf.Graph().as_default():
 report("SESSION_SEES_HOST1_CORES",
        sum(1 for d in session_devices if "/task:1/device:CPU:" in d))
 
+# A TF 1.x pod program places a host's input ops with the host's job name.
+try:
+    with tf.device("/job:worker/replica:0/task:1/device:CPU:0"):
+        report("DEVICE_SCOPE_HOST1", task_of(tf.constant(1.0).device) == 1)
+except ValueError as error:  # reported, so that the other checks still run
+    print(f"DEVICE_ERROR {type(error).__name__}: {error}", flush=True)
+    report("DEVICE_SCOPE_HOST1", False)
+
 # -- input pipelines: one per host ------------------------------------------------------
 contexts = []
 
