@@ -72,12 +72,14 @@ def pod_run(tmp_path_factory):
             env={"TF_CONFIG": _tf_config(addresses, "chief", 0),
                  "TPU_COMPAT_WARNINGS": "ignore"},
             cwd=str(chief_dir), timeout=300))
+        alive_after_chief = [worker.poll() is None for worker in workers]
     finally:
         for worker in workers:
             worker.kill()
             worker.communicate(timeout=30)
     numbers = parse_numbers(result.stdout)
     assert numbers.get("DONE") == 1.0, result.stdout
+    numbers["WORKERS_ALIVE_AFTER_CHIEF"] = float(all(alive_after_chief))
     return numbers, result.stdout, [worker.pid for worker in workers]
 
 
@@ -89,9 +91,10 @@ def test_chief_joins_the_workers_tf_config_names(pod_run):
     assert numbers["WORKER_ADDRESSES_FROM_TF_CONFIG"] == 1.0
 
 
-def test_workers_started_by_hand_stop_when_killed(pod_run):
-    _, _, pids = pod_run
-    assert all(process_gone(pid) for pid in pids)
+def test_workers_started_by_hand_outlive_the_program(pod_run):
+    numbers, _, pids = pod_run
+    assert numbers["WORKERS_ALIVE_AFTER_CHIEF"] == 1.0
+    assert all(process_gone(pid) for pid in pids)  # once stopped, nothing is left
 
 
 # -- the semantics table ------------------------------------------------------------
@@ -200,3 +203,9 @@ def test_hosts_with_a_real_tpu_backend_is_an_error():
     result = run_cli("run", "--backend", "tpu", os.path.join(SCENARIOS, "pod_docs.py"), "x",
                      env={"TPU_COMPAT_NUM_HOSTS": "2"}, timeout=120)
     assert_one_error_line(result, "TPU_COMPAT_NUM_HOSTS")
+
+
+def test_replicas_must_be_a_multiple_of_hosts():
+    result = run_cli("run", "--replicas", "8", os.path.join(SCENARIOS, "pod_docs.py"), "x",
+                     env={"TPU_COMPAT_NUM_HOSTS": "3"}, timeout=120)
+    assert_one_error_line(result, "must be a multiple of the number of hosts")
