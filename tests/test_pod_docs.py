@@ -178,9 +178,16 @@ def test_checkpoint_written_once_restored_everywhere(pod_run):
     assert numbers["CKPT_RESTORED_EVERYWHERE"] == 1.0
 
 
-def test_checkpoint_needs_model_dir_that_worker0_sees(pod_run):
+def test_checkpoint_needs_model_dir_that_worker0_and_the_chief_see(pod_run):
     numbers, _, _ = pod_run
     assert numbers["CKPT_WORKER0_WRITES"] == 1.0
+    assert numbers["CKPT_CHIEF_WRITES"] == 1.0
+
+
+def test_fidelity_tpu_checks_replica_steps_on_a_pod(pod_run):
+    numbers, _, _ = pod_run
+    assert numbers["FIDELITY_TPU"] == 1.0
+    assert numbers["FIDELITY_CATCHES_ON_POD"] == 1.0
 
 
 def test_summaries_written_once(pod_run):

@@ -193,6 +193,23 @@ report("REDUCE_SUM", strategy.reduce("SUM", strategy.run(
     lambda: tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group, tf.float32)),
     axis=None))
 
+# -- fidelity tpu (tpu-compat run's default) checks a pod's replica steps too ----------------------
+from tpu_compat.runtime import fidelity  # noqa: E402
+
+report("FIDELITY_TPU", fidelity.enabled())
+
+
+@tf.function
+def string_step():
+    return strategy.run(lambda: tf.strings.length(tf.as_string(1.0)))
+
+
+try:
+    string_step()
+    report("FIDELITY_CATCHES_ON_POD", False)
+except fidelity.TPUCompilationError:
+    report("FIDELITY_CATCHES_ON_POD", True)
+
 # -- checkpoints: written once, restored into every component ---------------------------------
 checkpoint = tf.train.Checkpoint(weights=weights)
 # The variables' tensors are written by worker 0 (their primary copies live
@@ -204,6 +221,7 @@ try:
     report("CKPT_WORKER0_WRITES", False)
 except tf.errors.NotFoundError as error:
     report("CKPT_WORKER0_WRITES", "/job:worker/replica:0/task:0" in str(error))
+report("CKPT_CHIEF_WRITES", bool(tf.io.gfile.glob(os.path.join("chief_only", "*", "part-*"))))
 path = checkpoint.save(os.path.join(MODEL_DIR, "ckpt"))
 saved = components[0].copy()
 with v1_strategy.scope():
