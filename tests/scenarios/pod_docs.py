@@ -8,6 +8,7 @@ section; prints `KEY: number` lines, one per documented fact.
 
 usage: pod_docs.py MODEL_DIR
 """
+import json
 import os
 import sys
 
@@ -35,8 +36,8 @@ v1_strategy = tf.compat.v1.distribute.experimental.TPUStrategy(resolver, steps_p
 
 pod = pod_lib.current_pod()
 report("POD_SPAWNED", pod.spawned)  # False: the workers came from TF_CONFIG
-report("WORKER_ADDRESSES_FROM_TF_CONFIG", list(pod.addresses) == [
-    a for a in __import__("json").loads(os.environ["TF_CONFIG"])["cluster"]["worker"]])
+report("WORKER_ADDRESSES_FROM_TF_CONFIG",
+       list(pod.addresses) == json.loads(os.environ["TF_CONFIG"])["cluster"]["worker"])
 
 # -- counts ----------------------------------------------------------------------
 report("NUM_REPLICAS_IN_SYNC", strategy.num_replicas_in_sync)
@@ -185,7 +186,7 @@ except tf.errors.OpError as error:  # reported, so that the other checks still r
     print(f"KERAS_ERROR {type(error).__name__}: {str(error).splitlines()[0]}", flush=True)
     report("KERAS_SECOND_FIT_RUNS_NO_PYTHON", False)
 
-# -- reductions: on one device, over gRPC (no collectives) ------------------------------------------
+# -- reductions: on one device, over gRPC (no collectives) --------------------------------
 report("REDUCTION_TO_ONE_DEVICE", isinstance(
     strategy.extended._get_cross_device_ops(tf.constant(1.0)),  # pylint: disable=protected-access
     tf.distribute.ReductionToOneDevice))
