@@ -84,6 +84,16 @@ QUOTED = [
     ("Keras fit", r"\(b\) beats \(c\) by ([\d.]+)x", lambda r: r("(b) ") / r("(c) ")),
     ("Keras fit", r"speed-up is \*\*([\d.]+) %\*\*", lambda r: 100 * r("(a) ") / r("(b) ")),
     ("Keras fit", r"`steps_per_run=50` gains ([\d.]+)x", lambda r: r("(g50) ") / r("(g1) ")),
+    ("Emulated pod slice", r"\(b\)/\(a\) time ratio \*\*([\d.]+)\*\*",
+     lambda r: r("(b) ") / r("(a) ")),
+    ("Emulated pod slice", r"\(a\)/\(c\) \*\*([\d.]+)\*\*", lambda r: r("(a) ") / r("(c) ")),
+    # The table has seconds per 100 steps, the prose milliseconds per step.
+    ("Emulated pod slice", r"machine\): \*\*([\d.]+) ms\*\*",
+     lambda r: 10 * (r("(b) ") - r("(a) "))),
+    ("Emulated pod slice", r"takes ([\d.]+) ms on one host", lambda r: 10 * r("(r1) ")),
+    ("Emulated pod slice", r"ms on one host and ([\d.]+) ms on two", lambda r: 10 * r("(r2) ")),
+    ("Emulated pod slice", r"per step\) add\s+([\d.]+) ms",
+     lambda r: 10 * (r("(r2) ") - r("(r1) "))),
 ]
 
 

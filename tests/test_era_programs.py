@@ -143,7 +143,7 @@ def test_device_names_resolve_onto_the_emulated_tpu(tpu8):
         with pytest.raises(devices.DeviceMappingError, match="names TPU core 8, but the "
                            "emulated TPU has 8 device"):
             devices.resolve("/device:TPU:8")
-        with pytest.raises(devices.DeviceMappingError, match="one host"):
+        with pytest.raises(devices.DeviceMappingError, match=r"has 1 host\(s\)"):
             devices.resolve("/job:worker/task:1")
         with pytest.raises(devices.DeviceMappingError, match="both resolve to"):
             tf.distribute.MirroredStrategy(["/gpu:0", "/cpu:0"])

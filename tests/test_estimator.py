@@ -142,6 +142,32 @@ def test_input_fn_calls_and_batch_sizes_per_input_pipeline_mode(
     assert estimator.get_variable_value("global_step") == 2
 
 
+def test_sliced_evaluation_gives_each_replica_its_slice(estimator_lib, tmp_path):
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    tpu = estimator_lib.tpu
+    seen = []
+
+    def input_fn(params):
+        data = np.arange(64, dtype=np.float32).reshape(32, 2)
+        return tf.data.Dataset.from_tensor_slices((data, data[:, :1])).batch(
+            params["batch_size"], drop_remainder=True)
+
+    def model_fn(features, labels, mode, params):
+        seen.append((params["batch_size"], features.shape[0]))
+        weight = tf.compat.v1.get_variable("w", [2, 1], initializer=tf.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(tf.matmul(features, weight) - labels))
+        return tpu.TPUEstimatorSpec(mode, loss=loss)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = tpu.RunConfig(model_dir=str(tmp_path), tpu_config=tpu.TPUConfig(
+            eval_training_input_configuration=tpu.InputPipelineConfig.SLICED))
+        tpu.TPUEstimator(model_fn=model_fn, train_batch_size=16, eval_batch_size=16,
+                         config=config).evaluate(input_fn, steps=2)
+    assert set(seen) == {(2, 2)}  # 16 examples, sliced over 8 replicas
+
+
 def test_per_core_input_refuses_datasets_as_tf115_did(estimator_lib, tmp_path):
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     tpu = estimator_lib.tpu

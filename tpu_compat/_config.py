@@ -115,6 +115,24 @@ def pod_port(environ=None):
     return port
 
 
+def cores_per_host(hosts, replicas, hosts_name=HOSTS_VAR, replicas_name=REPLICAS_VAR,
+                   replicas_defaulted=False):
+    """Emulated cores on each of ``hosts`` hosts sharing ``replicas`` replicas.
+
+    Every host of a pod slice has the same number of cores, so ``replicas``
+    must be a multiple of ``hosts``; the error names both settings (the
+    flags or the variables they came from).
+    """
+    if replicas % hosts:
+        default = " (the default)" if replicas_defaulted else ""
+        raise ConfigError(
+            f"{replicas_name}={replicas}{default} cannot be split over "
+            f"{hosts_name}={hosts} "
+            f"hosts; the number of replicas must be a multiple of the number of "
+            f"hosts (every host of a pod slice has the same number of cores)")
+    return replicas // hosts
+
+
 def warning_policy(environ=None):
     """The requested deprecation policy, or None when the user did not choose."""
     environ = os.environ if environ is None else environ

@@ -135,10 +135,24 @@ def _timeout_report(item, count, timeout, finished, when):
                   f"it started were killed\n{_outputs(finished)}"))
 
 
-def run_in_child(item, count, timeout=DEFAULT_TIMEOUT_SECONDS):
+def child_environment(count, hosts=None, environ=None):
+    """The environment of a child testing on ``count`` replicas (over ``hosts``)."""
+    env = dict(os.environ if environ is None else environ)
+    # A child process starts without TensorFlow: this is what its
+    # tpu_compat configures the devices with.
+    env[_config.REPLICAS_VAR] = str(count)
+    if hosts is not None:
+        # An emulated pod slice: the child starts its hosts' worker processes
+        # (their own sessions), which end when it ends: their stdin closes.
+        env[_config.HOSTS_VAR] = str(hosts)
+    return env
+
+
+def run_in_child(item, count, timeout=DEFAULT_TIMEOUT_SECONDS, hosts=None):
     """Runs ``item`` in a child process on ``count`` replicas; returns its reports.
 
-    The child gets ``timeout`` seconds. An interrupt here (Ctrl-C) kills it,
+    ``hosts``: the emulated pod's hosts, when the marker asks for them. The
+    child gets ``timeout`` seconds. An interrupt here (Ctrl-C) kills it,
     with everything it started, and propagates.
     """
     config = item.config
@@ -146,10 +160,7 @@ def run_in_child(item, count, timeout=DEFAULT_TIMEOUT_SECONDS):
         report_path = os.path.join(workdir, "reports.jsonl")
         open(report_path, "w", encoding="utf-8").close()
         command = child_command(item, count, report_path, os.path.join(workdir, "basetemp"))
-        env = dict(os.environ)
-        # A child process starts without TensorFlow: this is what its
-        # tpu_compat configures the devices with.
-        env[_config.REPLICAS_VAR] = str(count)
+        env = child_environment(count, hosts)
         finished = _process.run_in_own_group(
             command, timeout, cwd=str(config.invocation_params.dir), env=env)
         with open(report_path, encoding="utf-8") as handle:

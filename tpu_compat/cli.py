@@ -19,6 +19,7 @@ from tpu_compat._version import __version__
 COMMAND_MODULES = (
     "tpu_compat.commands.run",
     "tpu_compat.commands.doctor",
+    "tpu_compat.commands.worker",
     "tpu_compat.commands.matrix",
     "tpu_compat.migrate.commands",
     "tpu_compat.regress.commands",

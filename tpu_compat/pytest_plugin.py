@@ -13,7 +13,10 @@ its devices. TensorFlow is imported by the fixtures, on first use.
   count this process was set up for (``--tpu-compat-replicas``, default
   ``TPU_COMPAT_NUM_REPLICAS`` or 8) runs here; every other count runs in a
   child pytest process whose emulated TPU has that many cores, and the child's
-  reports are replayed here (:mod:`tpu_compat._pytest_child`). A child that
+  reports are replayed here (:mod:`tpu_compat._pytest_child`).
+  ``tpu_replicas(8, hosts=2)`` runs it on an emulated pod slice of 2 hosts
+  (``TPU_COMPAT_NUM_HOSTS``, docs/pods.md), in a child unless this process
+  already is one with that many hosts. A child that
   runs longer than ``--tpu-compat-child-timeout`` (ini
   ``tpu_compat_child_timeout``, default 600 s) is killed with every process it
   started, and the test fails saying so.
@@ -84,8 +87,9 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(*counts): run the test once per emulated TPU replica count, each "
-        f"in a process whose devices are configured for that count")
+        f"{MARKER}(*counts, hosts=1): run the test once per emulated TPU replica "
+        f"count, each in a process whose devices are configured for that count; "
+        f"hosts=H: on an emulated pod slice of H hosts (worker processes)")
     _pytest_child.register_forwarder(config)
     layout = _Layout.from_config(config)
     config.stash[_LAYOUT_KEY] = layout
@@ -140,6 +144,14 @@ class _Layout:
             # would pick a machine's GPUs, which may be fewer than N.
             kind = "gpu" if requested == "gpu" else "cpu"
         return cls(replicas or _config.DEFAULT_EMULATED_REPLICAS, real_tpu, kind)
+
+    def in_process_hosts(self):
+        """The pod hosts of this process's emulated TPU (1: no pod)."""
+        backend_lib = sys.modules.get("tpu_compat.runtime.backend")
+        chosen = backend_lib.current_backend() if backend_lib else None
+        if chosen is not None:
+            return chosen.num_hosts
+        return _config.num_hosts() or 1
 
     def in_process_replicas(self):
         """The emulated replica count of this process's devices."""
@@ -203,19 +215,46 @@ def _marker_counts(marker, test_name):
     return counts
 
 
+def _marker_hosts(marker, counts, test_name):
+    """The marker's ``hosts=`` (None when not given), checked against the counts."""
+    unknown = sorted(set(marker.kwargs) - {"hosts"})
+    if unknown:
+        raise ValueError(f"{test_name}: @pytest.mark.{MARKER} takes replica counts "
+                         f"and hosts=H, not {', '.join(unknown)}=")
+    hosts = marker.kwargs.get("hosts")
+    if hosts is None:
+        return None
+    # Every host of a pod slice has the same number of cores.
+    allowed = [h for h in range(1, min(counts) + 1) if all(n % h == 0 for n in counts)]
+    if isinstance(hosts, bool) or not isinstance(hosts, int) or hosts not in allowed:
+        raise ValueError(
+            f"{test_name}: @pytest.mark.{MARKER}(..., hosts={hosts!r}) is not valid: "
+            f"hosts must be an int that divides every replica count "
+            f"{tuple(counts)}; allowed values: {', '.join(map(str, allowed))}")
+    return hosts
+
+
 def pytest_generate_tests(metafunc):
     marker = metafunc.definition.get_closest_marker(MARKER)
     if marker is None:
         return
     counts = _marker_counts(marker, metafunc.definition.nodeid)
+    hosts = _marker_hosts(marker, counts, metafunc.definition.nodeid)
+    suffix = f",hosts={hosts}" if hosts is not None else ""
     metafunc.parametrize(_REPLICAS_PARAM, counts, indirect=True,
-                         ids=[f"replicas={n}" for n in counts])
+                         ids=[f"replicas={n}{suffix}" for n in counts])
 
 
 def marked_replicas(item):
     """The replica count ``item`` was generated for by the marker, or None."""
     callspec = getattr(item, "callspec", None)
     return callspec.params.get(_REPLICAS_PARAM) if callspec else None
+
+
+def marked_hosts(item):
+    """The pod hosts the marker asks for (``hosts=``), or None."""
+    marker = item.get_closest_marker(MARKER)
+    return marker.kwargs.get("hosts") if marker is not None else None
 
 
 def _needs_tensorflow(item):
@@ -240,16 +279,18 @@ def pytest_runtest_protocol(item, nextitem):
     """Runs an item whose replica count differs from this process's in a child."""
     del nextitem  # the child sets up and tears down everything it needs
     count = marked_replicas(item)
+    hosts = marked_hosts(item)
     layout = _layout(item.config)
     if (count is None or layout.real_tpu or _pytest_child.is_child(item.config)
-            or count == layout.in_process_replicas()
+            or (count == layout.in_process_replicas()
+                and hosts in (None, layout.in_process_hosts()))
             # An unconditional skip needs no devices: report it from here
             # rather than start a process to skip.
             or item.get_closest_marker("skip") is not None):
         return None
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     timeout = item.config.stash[_CHILD_TIMEOUT_KEY]
-    for report in _pytest_child.run_in_child(item, count, timeout):
+    for report in _pytest_child.run_in_child(item, count, timeout, hosts=hosts):
         item.ihook.pytest_runtest_logreport(report=report)
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
@@ -296,14 +337,17 @@ def _tpu_compat_replicas(request):
     count = getattr(request, "param", None)
     if count is None:
         return None
-    cores = request.getfixturevalue("tpu_resolver").get_tpu_system_metadata().num_cores
-    if cores != count:
+    metadata = request.getfixturevalue("tpu_resolver").get_tpu_system_metadata()
+    cores, hosts = metadata.num_cores, metadata.num_hosts
+    wanted_hosts = marked_hosts(request.node)
+    if cores != count or wanted_hosts not in (None, hosts):
+        layout = f"{count} cores" + (f" on {wanted_hosts} hosts" if wanted_hosts else "")
         if _layout(request.config).real_tpu:
-            pytest.skip(f"the real TPU has {cores} cores; {count} replicas need "
-                        f"the emulated TPU")
-        pytest.fail(f"this process's emulated TPU has {cores} cores, not {count}: "
-                    f"TensorFlow's devices were configured before the test ran",
-                    pytrace=False)
+            pytest.skip(f"the real TPU has {cores} cores on {hosts} hosts; "
+                        f"{layout} need the emulated TPU")
+        pytest.fail(f"this process's emulated TPU has {cores} cores on {hosts} "
+                    f"hosts, not {layout}: TensorFlow's devices were configured "
+                    f"before the test ran", pytrace=False)
     return count
 
 

@@ -36,13 +36,16 @@ def tf_keras_installed():
 
 
 def prepare_environment(backend=None, replicas=None, warnings=None, environ=None,
-                        strict=None, fidelity=None):
+                        strict=None, fidelity=None, hosts=None):
     """Sets the environment the runner promises, before TensorFlow is imported.
 
     Returns the names of the variables it set (for ``doctor`` and tests).
     """
     environ = os.environ if environ is None else environ
     changed = []
+    if hosts is not None:
+        environ[_config.HOSTS_VAR] = str(_config.positive_int("--hosts", hosts))
+        changed.append(_config.HOSTS_VAR)
     if backend is not None:
         environ[_config.BACKEND_VAR] = _config._choice(  # pylint: disable=protected-access
             "--backend", backend, _config.BACKENDS)
@@ -76,6 +79,8 @@ def prepare_environment(backend=None, replicas=None, warnings=None, environ=None
     _config.strict_choice(environ)
     _config.fidelity_choice(environ)
     _config.seed(environ)
+    check_pod_settings(environ, hosts_flag=hosts is not None,
+                       replicas_flag=replicas is not None)
     if LEGACY_KERAS_VAR not in environ and tf_keras_installed():
         # Keras 3 (TF 2.21's default tf.keras) with steps_per_execution under
         # MirroredStrategy fails with INVALID_ARGUMENT; legacy code expects
@@ -83,6 +88,33 @@ def prepare_environment(backend=None, replicas=None, warnings=None, environ=None
         environ[LEGACY_KERAS_VAR] = "1"
         changed.append(LEGACY_KERAS_VAR)
     return changed
+
+
+def check_pod_settings(environ, hosts_flag=False, replicas_flag=False):
+    """Validates the emulated pod's settings before anything starts.
+
+    ``TPU_COMPAT_NUM_HOSTS``, ``TPU_COMPAT_POD_TIMEOUT``, ``TPU_COMPAT_POD_PORT``
+    and a chief's ``TF_CONFIG``, each error naming its variable; and that the
+    replicas split evenly over the hosts, naming both settings (as flags when
+    they came from ``--hosts`` / ``--replicas``).
+    """
+    from tpu_compat.runtime import pod  # pylint: disable=import-outside-toplevel
+    _config.pod_timeout(environ)
+    port = _config.pod_port(environ)
+    request = pod.requested_pod(environ)
+    if request is None or request[1] is not None:
+        return  # one host, or TF_CONFIG's workers, whose cores are theirs
+    if port is not None and port + request[0] - 1 > 65535:
+        raise _config.ConfigError(
+            f"{_config.POD_PORT_VAR}={port} is not valid for {request[0]} hosts "
+            f"(ports {port} to {port + request[0] - 1}); expected a port number "
+            f"from 1 to {65536 - request[0]}")
+    replicas = _config.num_replicas(environ)
+    _config.cores_per_host(
+        request[0], replicas or _config.DEFAULT_EMULATED_REPLICAS,
+        hosts_name="--hosts" if hosts_flag else _config.HOSTS_VAR,
+        replicas_name="--replicas" if replicas_flag else _config.REPLICAS_VAR,
+        replicas_defaulted=replicas is None)
 
 
 def _install(tf1):
@@ -198,11 +230,20 @@ def own_errors():
     backend = sys.modules.get("tpu_compat.runtime.backend")
     if backend is not None:
         errors += [backend.BackendUnavailableError, backend.EmulationTooLateError]
+    pod = sys.modules.get("tpu_compat.runtime.pod")
+    if pod is not None:
+        # A pod worker that did not start or went away (WorkerLostError).
+        errors.append(pod.PodError)
     return tuple(errors)
 
 
 def print_own_error(error):
     """The one line tpu_compat prints for one of :func:`own_errors`."""
+    pod = sys.modules.get("tpu_compat.runtime.pod")
+    if pod is not None and isinstance(error, pod.PodError):
+        # The pod's monitor thread may have printed this line already.
+        pod.report(str(error))
+        return
     message = str(error)
     if not message.startswith("tpu-compat"):
         message = f"tpu-compat: error: {message}"
@@ -223,20 +264,35 @@ def _exit_code(error):
     return 1
 
 
+def _pod_failure_behind(error):
+    """What really ended the program when it ran on an emulated pod, or None.
+
+    A worker that died makes the step in flight fail with TensorFlow's gRPC
+    error; the user is told which worker died instead (runtime/pod.py).
+    """
+    pod = sys.modules.get("tpu_compat.runtime.pod")
+    return pod.failure_behind(error) if pod is not None else None
+
+
+def _exit_status(error):
+    """Reports ``error``, which ended the program; returns the exit code."""
+    if isinstance(error, SystemExit):
+        return _exit_code(error)
+    if isinstance(error, KeyboardInterrupt):
+        _print_user_traceback(error)
+        return 130
+    if isinstance(error, own_errors()):
+        print_own_error(error)
+        return EXIT_OWN_ERROR
+    _print_user_traceback(error)
+    return 1
+
+
 def _execute(run):
     try:
         run()
-    except SystemExit as error:
-        return _exit_code(error)
-    except KeyboardInterrupt as error:
-        _print_user_traceback(error)
-        return 130
-    except own_errors() as error:
-        print_own_error(error)
-        return EXIT_OWN_ERROR
     except BaseException as error:  # pylint: disable=broad-except
-        _print_user_traceback(error)
-        return 1
+        return _exit_status(_pod_failure_behind(error) or error)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -160,10 +160,11 @@ def checkpoint_round_trip(strategy, model, optimizer, trained):
     for root, _, files in os.walk(FLAGS.model_dir):
         written += [os.path.relpath(os.path.join(root, name), FLAGS.model_dir) for name in files]
     pod_report.emit("CHECKPOINT_FILES", sorted(written))
-    # Each data shard is written by the host of the variables in it: one
-    # shard means one host wrote the checkpoint (host 0, the master).
+    # One data shard per process holding saved tensors: on a pod worker 0
+    # writes the variables (their primary copies are on its core 0) and the
+    # chief its save counter (docs/pods.md); one index names them all.
     pod_report.emit("CHECKPOINT_DATA_SHARDS", sum(".data-" in name for name in written))
-    pod_report.emit("SAVE_COUNTER_HOST", pod_report.task_of(checkpoint.save_counter.device))
+    pod_report.emit("SAVE_COUNTER_ON_CHIEF", int("/job:chief/" in checkpoint.save_counter.device))
     with strategy.scope():
         fresh = build_model(seed=99)  # other initial values: the restore must overwrite them
         fresh_optimizer = tf.keras.optimizers.SGD(learning_rate=LEARNING_RATE)

@@ -114,6 +114,7 @@ def diagnose(environ=None):
         _config.warning_policy(environ)
         facts.append((_config.STRICT_VAR, _config.strict_choice(environ)))
         facts.append((_config.FIDELITY_VAR, _config.fidelity_choice(environ)))
+        facts.extend(pod_settings(environ))
     except _config.ConfigError as error:
         problems.append(str(error))
         return facts, problems
@@ -122,9 +123,34 @@ def diagnose(environ=None):
         chosen = backend_lib.get_backend()
         facts.append(("backend", f"{chosen.kind}: {chosen.reason}"))
         facts.append(("replicas", chosen.num_replicas))
+        facts.append(("hosts", f"{chosen.num_hosts} ({chosen.num_replicas // chosen.num_hosts} "
+                               f"replicas per host)"))
     except Exception as error:  # pylint: disable=broad-except
         problems.append(f"backend: {error}")
     return facts, problems
+
+
+def pod_settings(environ):
+    """Facts about the emulated pod settings (docs/pods.md); validates them.
+
+    Raises ``ConfigError`` naming the variable that is wrong. Starting the
+    pod (the backend decision) is what checks that its workers come up.
+    """
+    from tpu_compat.runtime import pod  # pylint: disable=import-outside-toplevel
+    runner.check_pod_settings(environ)
+    request = pod.requested_pod(environ)
+    if request is not None and request[1] is not None:
+        hosts = (f"{request[0]}: TF_CONFIG names this process the chief of the "
+                 f"workers {', '.join(request[1])}")
+    elif request is not None:
+        hosts = (f"{request[0]}: worker processes started on loopback "
+                 f"(`tpu-compat run --hosts`)")
+    else:
+        hosts = "1 (no pod)"
+    port = _config.pod_port(environ)
+    return [(_config.HOSTS_VAR, hosts),
+            (_config.POD_TIMEOUT_VAR, f"{_config.pod_timeout(environ):g} s"),
+            (_config.POD_PORT_VAR, port if port is not None else "free loopback ports")]
 
 
 def register(subparsers):

@@ -14,6 +14,10 @@ def register(subparsers):
                         help=f"hardware (default: ${_config.BACKEND_VAR} or auto)")
     parser.add_argument("--replicas", metavar="N",
                         help=f"emulated TPU cores (default: ${_config.REPLICAS_VAR} or 8)")
+    parser.add_argument("--hosts", metavar="H",
+                        help=f"emulate a TPU pod slice of H hosts, each a TensorFlow "
+                             f"worker process with N/H of the cores (default: "
+                             f"${_config.HOSTS_VAR} or 1; docs/pods.md)")
     parser.add_argument("--warnings", choices=_config.WARNING_POLICIES,
                         help=f"legacy-API warning policy (default: ${_config.WARNINGS_VAR} or once)")
     parser.add_argument("--strict", choices=_config.STRICT_CHOICES,
@@ -42,7 +46,7 @@ def handle(args):
         raise UsageError("tpu-compat run: error: give a SCRIPT or -m MODULE")
     runner.prepare_environment(backend=args.backend, replicas=args.replicas,
                                warnings=args.warnings, strict=args.strict,
-                               fidelity=args.fidelity)
+                               fidelity=args.fidelity, hosts=args.hosts)
     tf_support.require_tensorflow()
     script_args = list(args.args)
     try:

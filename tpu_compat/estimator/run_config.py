@@ -3,7 +3,8 @@
 Only what a single-process program uses is meaningful here: ``model_dir``,
 seeds, checkpoint and summary cadence, ``session_config``, logging. A
 ``TF_CONFIG`` naming a multi-worker cluster is refused with one clear error
-(distributed Estimator training is out of scope, see docs/estimator.md).
+(distributed Estimator training is out of scope, see docs/estimator.md),
+unless it names this process the chief of an emulated TPU pod.
 """
 
 import copy
@@ -44,6 +45,22 @@ def _non_negative(name, value, allow_none=True):
     return value
 
 
+def _describes_emulated_pod(environ):
+    """Whether ``TF_CONFIG`` names this process the chief of an emulated pod.
+
+    Then its workers are the pod's hosts (runtime/pod.py), which a
+    TPUEstimator drives through the pod's master as tpu_estimator.py drove a
+    TPU pod's hosts; it is not a cluster of Estimator tasks.
+    """
+    from tpu_compat import _config  # pylint: disable=import-outside-toplevel
+    from tpu_compat.runtime import pod as pod_lib  # pylint: disable=import-outside-toplevel
+    try:
+        request = pod_lib.requested_pod(environ)
+    except _config.ConfigError:
+        return False  # the backend reports it; here it is a cluster like any other
+    return request is not None and request[1] is not None
+
+
 def check_no_cluster(environ=None):
     """Raises if ``TF_CONFIG`` describes a multi-task cluster (out of scope)."""
     environ = os.environ if environ is None else environ
@@ -54,6 +71,8 @@ def check_no_cluster(environ=None):
         tf_config = json.loads(raw)
     except ValueError as error:
         raise ValueError(f"{TF_CONFIG_VAR} is not valid JSON: {error}") from None
+    if _describes_emulated_pod(environ):
+        return tf_config
     cluster = tf_config.get("cluster") or {}
     tasks = sum(len(v) if isinstance(v, (list, dict)) else 1 for v in cluster.values())
     if tasks > 1:

@@ -10,8 +10,7 @@ Legacy programs name hardware this machine may not have:
   ``OneDeviceStrategy('/gpu:0')``, ``tf.device('/gpu:1')``.
 
 When the backend is emulated, ``install()`` routes these names so that the
-worker host is this process's host (``/job:localhost``; on an emulated pod,
-task h of job ``worker`` is host h's worker process), TPU core ``i`` is
+worker host is this process's host (``/job:localhost``), TPU core ``i`` is
 emulated core ``i``, and, on a machine without GPUs, GPU ``i`` is emulated
 device ``i`` (with a :class:`TPUCompatDeviceWarning` saying so). A device list
 that would put two replicas on one device is refused at once: stock
@@ -89,7 +88,8 @@ def _emulating():
     return backend if backend is not None and backend.emulated else None
 
 
-def _indexed_device(backend, index, original, kind):
+def _indexed_device(backend, spec, original, kind):
+    index = spec.device_index or 0
     if index >= len(backend.devices):
         raise DeviceMappingError(
             f"{original!r} names {kind} {index}, but the emulated TPU has "
@@ -115,35 +115,35 @@ def resolve(name):
     spec = tf.DeviceSpec.from_string(text)
     device_type = (spec.device_type or "").upper()
     mapped_gpu = False
-    hosts = backend.num_hosts
+    host_index = 0
     if spec.job in HOST_JOBS:
-        if (spec.task or 0) >= hosts or spec.replica not in (None, 0):
-            layout = (f"the emulated pod has {hosts} hosts (tasks 0-{hosts - 1})"
-                      if hosts > 1 else "the emulated TPU has one host (task 0)")
+        hosts = backend.num_hosts
+        host_index = spec.task or 0
+        if host_index >= hosts or spec.replica not in (None, 0):
             raise DeviceMappingError(
-                f"{text!r} names task {spec.task or 0} of the TPU host job "
-                f"{spec.job!r}, but {layout}")
-        # On an emulated pod the hosts are the worker processes, job
-        # "worker" (runtime/pod.py); on one host, this process.
-        spec = (spec.replace(job="worker", replica=0) if hosts > 1
+                f"{text!r} names task {host_index} of the TPU host job "
+                f"{spec.job!r}, but the emulated TPU has {hosts} host(s) (tasks "
+                f"0-{hosts - 1}); run with `tpu-compat run --hosts N` "
+                f"(TPU_COMPAT_NUM_HOSTS) for a pod slice")
+        # One host: this process. A pod: its worker processes, job "worker".
+        spec = (spec.replace(job="worker", replica=0, task=host_index) if hosts > 1
                 else spec.replace(job=_LOCAL_JOB, replica=0, task=0))
     if device_type == "TPU":
-        index = spec.device_index or 0
-        if hosts > 1 and spec.task is not None:
-            # A pod's TPU:k of host h: that host's core k.
-            per_host = len(backend.devices) // hosts
-            if index >= per_host:
+        # On a host, TPU core i is that host's i-th core.
+        if spec.job == "worker" and spec.device_index is not None:
+            per_host = len(backend.devices) // backend.num_hosts
+            if spec.device_index >= per_host:
                 raise DeviceMappingError(
-                    f"{text!r} names TPU core {index} of host {spec.task}, but "
-                    f"each host of the emulated pod has {per_host} cores "
+                    f"{text!r} names TPU core {spec.device_index} of host "
+                    f"{host_index}, but each emulated host has {per_host} cores "
                     f"(0-{per_host - 1})")
-            index += spec.task * per_host
-        target = _indexed_device(backend, index, text, "TPU core")
+            spec = spec.replace(device_index=host_index * per_host + spec.device_index)
+        target = _indexed_device(backend, spec, text, "TPU core")
         spec = spec.replace(job=target.job, replica=target.replica, task=target.task,
                             device_type=target.device_type,
                             device_index=target.device_index)
     elif device_type == "GPU" and backend.kind != "gpu" and not _has_physical("GPU"):
-        target = _indexed_device(backend, spec.device_index or 0, text, "GPU")
+        target = _indexed_device(backend, spec, text, "GPU")
         spec = spec.replace(device_type=target.device_type,
                             device_index=target.device_index)
         mapped_gpu = True

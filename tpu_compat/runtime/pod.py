@@ -16,10 +16,11 @@ runtime (gRPC worker services; eager remote execution in TF 2.x, a
   docs/pods.md); this process connects to them.
 
 Faults end the program with a :class:`PodError` naming the worker, within
-bounded times (see docs/pods.md): a worker that does not come up within
-``TPU_COMPAT_POD_TIMEOUT`` seconds, a port that is taken, a worker that dies
-while the program runs (detected within a second; the chief is stopped
-after a short grace period if the failed step does not return).
+bounded times (measured in docs/pods.md): a worker that does not come up
+within ``TPU_COMPAT_POD_TIMEOUT`` seconds, a port that is taken, a worker
+that dies while the program runs (reported within about a second; the chief
+is ended after a grace period if the failed step does not return). Ctrl-C
+during a step that does not return stops the workers after a grace period.
 """
 
 import atexit
@@ -27,6 +28,8 @@ import ctypes
 import dataclasses
 import json
 import os
+import queue
+import select
 import signal
 import socket
 import subprocess
@@ -39,27 +42,29 @@ from typing import Optional, Tuple
 from tpu_compat import _config
 from tpu_compat.runtime import pod_worker
 
-__all__ = ["Pod", "PodError", "WorkerLostError", "current_pod", "requested_pod", "start"]
+__all__ = ["Pod", "PodError", "WorkerLostError", "current_pod", "failure_behind",
+           "report", "requested_pod", "start"]
 
 _POLL_SECONDS = 0.2
 # How long a chief blocked in a TensorFlow call on a dead worker gets to
 # raise the PodError itself before the process is ended.
 _GRACE_SECONDS = 10.0
 _PORT_ATTEMPTS = 3
+# How long Ctrl-C may wait for the main thread to leave a TensorFlow call.
+_INTERRUPT_GRACE_SECONDS = 5.0
 
 
 class PodError(RuntimeError):
     """A pod worker failed: did not start, lost its port, or died."""
 
 
-_lost = []  # what the monitor saw, for the error it raises in the main thread
-
-
 class WorkerLostError(PodError):
     """A worker went away while the program ran (raised in the main thread)."""
 
     def __init__(self, *args):
-        super().__init__(*(args or _lost[-1:] or ("emulated pod: a worker went away",)))
+        # Raised by the monitor as a class (an async exception): the message is
+        # the line it printed.
+        super().__init__(*(args or _reported[-1:] or ("emulated pod: a worker went away",)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +99,7 @@ class Pod:
 
 _lock = threading.Lock()
 _pod: Optional[Pod] = None
+_workers_lock = threading.RLock()
 _workers = []  # (task, address, Popen, log path) of the workers we started
 _exiting = threading.Event()
 
@@ -147,12 +153,7 @@ def requested_pod(environ=None):
 
 
 def cores_per_host(hosts, replicas):
-    if replicas % hosts:
-        raise _config.ConfigError(
-            f"{_config.REPLICAS_VAR}={replicas} cannot be split over "
-            f"{_config.HOSTS_VAR}={hosts} hosts; the number of replicas must "
-            f"be a multiple of the number of hosts")
-    return replicas // hosts
+    return _config.cores_per_host(hosts, replicas)
 
 
 # -- starting the workers -----------------------------------------------------
@@ -180,13 +181,23 @@ def _tail(path, lines=5):
     return " | ".join(errors or text[-lines:])
 
 
-def _spawn(task, addresses, cores):
-    log = tempfile.NamedTemporaryFile(prefix=f"tpu-compat-worker{task}-",
-                                      suffix=".log", delete=False)
+def _worker_environment():
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     for name in ("TF_CONFIG", _config.HOSTS_VAR):
         env.pop(name, None)
+    # The worker runs this process's tpu_compat, wherever it was imported from
+    # (a checkout on sys.path, say), not whichever the interpreter finds first.
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join(
+        [package_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
+def _spawn(task, addresses, cores):
+    log = tempfile.NamedTemporaryFile(prefix=f"tpu-compat-worker{task}-",
+                                      suffix=".log", delete=False)
     command = [sys.executable, "-m", "tpu_compat.runtime.pod_worker",
                "--cluster", ",".join(addresses), "--task", str(task),
                "--cores", str(cores), "--exit-with-parent"]
@@ -194,30 +205,43 @@ def _spawn(task, addresses, cores):
     # workers; stdin is the pipe whose closing ends the worker.
     process = subprocess.Popen(command, stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=log,
-                               start_new_session=True, env=env)
+                               start_new_session=True, env=_worker_environment())
     log.close()
     return process, log.name
 
 
 def _await_ready(spawned, deadline):
-    """Waits for every worker's ready line; returns the failed ones."""
-    waiting = {task: process for task, _, process, _ in spawned}
-    lines = {}
+    """Waits for every worker's ready line; returns the failed ones.
+
+    Stops waiting as soon as one worker fails (its output ends without the
+    ready line): the pod cannot start, and the others need not be waited
+    for; only the failed one is named then. At the deadline, every worker
+    not ready has failed.
+    """
+    finished = queue.Queue()
 
     def read(task, process):
-        lines[task] = process.stdout.readline().decode(errors="replace")
+        finished.put((task, process.stdout.readline().decode(errors="replace")))
 
-    readers = [threading.Thread(target=read, args=(task, process), daemon=True)
-               for task, process in waiting.items()]
-    for reader in readers:
-        reader.start()
-    for reader in readers:
-        reader.join(max(0.0, deadline - time.monotonic()))
-    failed = []
-    for task, address, process, log in spawned:
-        line = lines.get(task, "")
-        if pod_worker.READY_WORD not in line:
-            failed.append((task, address, process, log))
+    for task, _, process, _ in spawned:
+        threading.Thread(target=read, args=(task, process), daemon=True,
+                         name=f"tpu-compat-pod-ready-{task}").start()
+    ready, broken = set(), set()
+    while len(ready) < len(spawned) and not broken:
+        try:
+            task, line = finished.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            break  # the deadline
+        (ready if pod_worker.READY_WORD in line else broken).add(task)
+    failed = [entry for entry in spawned
+              if entry[0] in broken or (not broken and entry[0] not in ready)]
+    # Give a failed worker a moment to exit, so that its exit code (port
+    # taken?) and its last words are known.
+    for _, _, process, _ in failed:
+        try:
+            process.wait(timeout=2.0 if broken else 0.0)
+        except subprocess.TimeoutExpired:
+            pass
     return failed
 
 
@@ -227,8 +251,8 @@ def _describe_failure(task, address, process, log, timeout):
         return (f"worker {task} ({address}, pid {process.pid}) did not come up "
                 f"within {_config.POD_TIMEOUT_VAR}={timeout:g} s")
     detail = _tail(log)
-    return (f"worker {task} ({address}) exited with code {code} while starting"
-            + (f": {detail}" if detail else ""))
+    return (f"worker {task} ({address}, pid {process.pid}) exited with code "
+            f"{code} while starting" + (f": {detail}" if detail else ""))
 
 
 def _start_workers(hosts, cores, timeout, base_port):
@@ -236,23 +260,31 @@ def _start_workers(hosts, cores, timeout, base_port):
         ports = (list(range(base_port, base_port + hosts)) if base_port
                  else _free_ports(hosts))
         addresses = tuple(f"localhost:{port}" for port in ports)
-        spawned = [(task, addresses[task]) + _spawn(task, addresses, cores)
-                   for task in range(hosts)]
-        _workers.extend(spawned)
+        spawned = []
+        with _workers_lock:
+            for task in range(hosts):
+                spawned.append((task, addresses[task]) + _spawn(task, addresses, cores))
+                _workers.append(spawned[-1])
         failed = _await_ready(spawned, time.monotonic() + timeout)
         if not failed:
             return addresses
+        described = [_describe_failure(*f, timeout) for f in failed]
         taken = [f for f in failed if f[2].poll() == pod_worker.EXIT_PORT_TAKEN]
         _stop_workers()
         if taken and not base_port and attempt + 1 < _PORT_ATTEMPTS:
             continue  # another program took a port we picked: pick again
-        raise PodError("emulated pod: " + "; ".join(
-            _describe_failure(*f, timeout) for f in failed))
+        hint = (f"; choose other ports with {_config.POD_PORT_VAR}, or unset it to "
+                f"let tpu-compat pick free ones" if taken and base_port else "")
+        raise PodError("emulated pod: " + "; ".join(described) + hint)
     raise AssertionError("unreachable")
 
 
 def _stop_workers():
-    for _, _, process, log in _workers:
+    """Kills the workers this process started (each with its process group)."""
+    with _workers_lock:
+        workers = list(_workers)
+        del _workers[:]
+    for _, _, process, log in workers:
         if process.poll() is None:
             try:
                 os.killpg(process.pid, signal.SIGKILL)
@@ -271,26 +303,33 @@ def _stop_workers():
             os.unlink(log)
         except OSError:
             pass
-    del _workers[:]
+
+
+def _unreachable(task, address, timeout=1.0):
+    """Why worker ``task`` at ``address`` does not accept connections, or None."""
+    host, port = address.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return None
+    except (OSError, ValueError) as error:
+        return f"worker {task} ({address}) is not reachable ({error})"
 
 
 def _await_reachable(addresses, timeout):
     """External workers (TF_CONFIG): each must accept connections in time."""
     deadline = time.monotonic() + timeout
     for task, address in enumerate(addresses):
-        host, port = address.rsplit(":", 1)
         while True:
-            try:
-                with socket.create_connection((host, int(port)), timeout=1.0):
-                    break
-            except OSError as error:
-                if time.monotonic() >= deadline:
-                    raise PodError(
-                        f"emulated pod: worker {task} ({address}) is not "
-                        f"reachable after {_config.POD_TIMEOUT_VAR}="
-                        f"{timeout:g} s ({error}); start it with `tpu-compat "
-                        f"worker` (docs/pods.md)") from None
-                time.sleep(_POLL_SECONDS)
+            why = _unreachable(task, address,
+                               timeout=max(0.1, min(1.0, deadline - time.monotonic())))
+            if why is None:
+                break
+            if time.monotonic() >= deadline:
+                raise PodError(
+                    f"emulated pod: {why} after {_config.POD_TIMEOUT_VAR}="
+                    f"{timeout:g} s; start it with `tpu-compat worker` on its "
+                    f"machine (docs/pods.md)")
+            time.sleep(_POLL_SECONDS)
 
 
 # -- connecting ---------------------------------------------------------------
@@ -355,54 +394,230 @@ def start(replicas):
                            f"the {len(addresses)} workers have {len(devices)} "
                            f"cores in all")
         _pod = Pod(addresses, devices, spawned=bool(_workers))
-        _Monitor(_pod).start()
+        _Monitor(_pod, _InterruptWatch.install()).start()
         return _pod
 
 
-# -- watching the workers while the program runs --------------------------------
+# -- faults while the program runs ----------------------------------------------
+#
+# The main thread runs the user's program; a daemon thread (the monitor) polls
+# the workers. Whoever notices a lost worker first reports it, in one line:
+#
+# * usually TensorFlow does: the step in flight fails within about a second
+#   (the dead worker's connections are reset) and the runner, asking
+#   :func:`failure_behind`, reports the lost worker instead of gRPC's error;
+# * the monitor, within _POLL_SECONDS, prints the line, stops the other
+#   workers and raises WorkerLostError in the main thread when it next runs
+#   Python; if the main thread is still inside TensorFlow after
+#   _GRACE_SECONDS, the process ends there (exit code 2).
+
+_report_lock = threading.Lock()
+_reported = []       # the one error line printed about the pod
+_disarmed = []       # the main thread handles the failure: no async exception
+_interrupted = []    # the pod was stopped because Ctrl-C could not get through
+
+
+def report(message):
+    """Prints ``tpu-compat: error: MESSAGE`` unless a pod error was already printed."""
+    with _report_lock:
+        if _reported:
+            return
+        _reported.append(message)
+    print(f"tpu-compat: error: {message}", file=sys.stderr, flush=True)
+
+
+def _set_async_exception(exception_type):
+    """Raises ``exception_type`` in the main thread (None clears a pending one)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(threading.main_thread().ident),
+        ctypes.py_object(exception_type) if exception_type is not None else None)
+
+
+def _lost_worker(pod):
+    """What happened to the first worker found gone, or None."""
+    with _workers_lock:
+        workers = list(_workers)
+    for task, address, process, _ in workers:
+        code = process.poll()
+        if code is not None:
+            how = (f"was killed by signal {-code}" if code < 0
+                   else f"exited with code {code}")
+            return f"worker {task} ({address}, pid {process.pid}) {how}"
+    if not pod.spawned:
+        for task, address in enumerate(pod.addresses):
+            why = _unreachable(task, address)
+            if why is not None:
+                return why.replace("is not reachable", "stopped answering")
+    return None
+
+
+def _is_tensorflow_error(error):
+    errors = sys.modules.get("tensorflow.python.framework.errors_impl")
+    return errors is not None and isinstance(error, errors.OpError)
+
+
+def failure_behind(error, settle_seconds=1.0):
+    """The pod failure that explains ``error`` ending the program, or None.
+
+    Called by the runner (main thread) with whatever ended the program. A
+    TensorFlow error raised because a worker died (``UnavailableError``:
+    socket closed) becomes the :class:`WorkerLostError` naming the worker; a
+    step stopped because Ctrl-C could not interrupt it becomes the
+    ``KeyboardInterrupt`` it stands for. The monitor's pending exception is
+    withdrawn: the main thread reports now.
+    """
+    if _pod is None:
+        return None
+    with _report_lock:
+        _disarmed.append(True)
+        _set_async_exception(None)
+    if _interrupted and not isinstance(error, KeyboardInterrupt):
+        return KeyboardInterrupt()
+    if isinstance(error, WorkerLostError):
+        return error
+    if _reported and not _interrupted:
+        return WorkerLostError(_reported[0])  # the monitor saw it first
+    lost = _lost_worker(_pod)
+    # TensorFlow can notice a dead worker (its sockets close) a moment before
+    # its exit is visible here.
+    deadline = time.monotonic() + (settle_seconds if _is_tensorflow_error(error) else 0)
+    while lost is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        lost = _lost_worker(_pod)
+    if lost is None:
+        return None
+    _stop_workers()
+    return WorkerLostError(_lost_message(_pod, lost))
+
+
+def _lost_message(pod, lost):
+    stopped = ("the pod is stopped" if pod.spawned else
+               "the program is stopped (the other workers keep running)")
+    return f"emulated pod: {lost} while the program was running; {stopped}"
+
+
+class _InterruptWatch:
+    """Bounds Ctrl-C while the main thread waits inside TensorFlow.
+
+    Python turns SIGINT into KeyboardInterrupt only when the main thread runs
+    Python again; a step running on the pod (one TensorFlow call) keeps it in
+    C++ until the step ends, however long that is. The C-level wakeup fd tells
+    the monitor that SIGINT arrived; the handler (Python's, plus a note) tells
+    it the main thread got it. If it does not within _INTERRUPT_GRACE_SECONDS,
+    the monitor stops the workers: the step fails at once, and the program
+    gets its KeyboardInterrupt (exit code 130 under ``tpu-compat run``).
+    """
+
+    def __init__(self, read_fd):
+        self.read_fd = read_fd
+        self.handler = None
+        # Counts, not flags: the handler may run before the monitor reads the
+        # wakeup byte of the same signal.
+        self.arrived = 0    # SIGINTs the wakeup fd reported (monitor thread)
+        self.delivered = 0  # SIGINTs the main thread took (the handler)
+
+    @classmethod
+    def install(cls):
+        # Only the main thread may set handlers; a program (or a library) with
+        # its own SIGINT handling or wakeup fd keeps it.
+        if (threading.current_thread() is not threading.main_thread()
+                or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+            return None
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(write_fd, False)
+        try:
+            previous = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+        except ValueError:
+            os.close(read_fd)
+            os.close(write_fd)
+            return None
+        if previous != -1:
+            signal.set_wakeup_fd(previous)
+            os.close(read_fd)
+            os.close(write_fd)
+            return None
+        watch = cls(read_fd)
+
+        def on_interrupt(signum, frame):
+            watch.delivered += 1
+            signal.default_int_handler(signum, frame)
+
+        signal.signal(signal.SIGINT, on_interrupt)
+        watch.handler = on_interrupt
+        return watch
+
+    def wait(self, seconds):
+        """Sleeps ``seconds``, counting the SIGINTs that arrive meanwhile."""
+        ready, _, _ = select.select([self.read_fd], [], [], seconds)
+        if ready:
+            try:
+                self.arrived += os.read(self.read_fd, 512).count(signal.SIGINT)
+            except OSError:
+                pass
+
+    def pending(self):
+        """Whether a SIGINT arrived that the main thread has not taken."""
+        return (self.arrived > self.delivered
+                and signal.getsignal(signal.SIGINT) is self.handler)
+
 
 class _Monitor(threading.Thread):
     """Ends the program with a clear error when a worker goes away."""
 
-    def __init__(self, pod):
+    def __init__(self, pod, interrupts):
         super().__init__(daemon=True, name="tpu-compat-pod-monitor")
         self._pod = pod
+        self._interrupts = interrupts
+        self._interrupted_at = None
 
-    def _lost_worker(self):
-        for task, address, process, _ in list(_workers):
-            code = process.poll()
-            if code is not None:
-                how = (f"was killed by signal {-code}" if code < 0
-                       else f"exited with code {code}")
-                return f"worker {task} ({address}, pid {process.pid}) {how}"
-        if not self._pod.spawned:
-            for task, address in enumerate(self._pod.addresses):
-                host, port = address.rsplit(":", 1)
-                try:
-                    with socket.create_connection((host, int(port)), timeout=1.0):
-                        pass
-                except OSError as error:
-                    return f"worker {task} ({address}) stopped answering ({error})"
-        return None
+    def _sleep(self, seconds):
+        if self._interrupts is None:
+            time.sleep(seconds)
+        else:
+            self._interrupts.wait(seconds)
+
+    def _interrupt_stuck(self):
+        """Whether Ctrl-C has not reached the main thread for too long."""
+        if self._interrupts is None or not self._interrupts.pending():
+            self._interrupted_at = None  # none, or the program has it
+            return False
+        if self._interrupted_at is None:
+            self._interrupted_at = time.monotonic()
+        return time.monotonic() - self._interrupted_at >= _INTERRUPT_GRACE_SECONDS
 
     def run(self):
+        period = _POLL_SECONDS if self._pod.spawned else 1.0
         while True:
-            time.sleep(_POLL_SECONDS if self._pod.spawned else 1.0)
+            self._sleep(period)
             if _exiting.is_set():
                 return
-            lost = self._lost_worker()
+            if self._interrupt_stuck():
+                self._stop_for_interrupt()
+                return
+            lost = _lost_worker(self._pod)
             if lost and not _exiting.is_set():
                 break
-        _lost.append(f"emulated pod: {lost} while the program was running; "
-                     f"the pod is stopped")
-        print(f"tpu-compat: error: {_lost[-1]}", file=sys.stderr, flush=True)
+        report(_lost_message(self._pod, lost))
         _stop_workers()
-        # The main thread gets the error as soon as it runs Python again (a
-        # step blocked on the dead worker fails first); if it does not within
-        # the grace period, the process ends here, with the message above.
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(
-            ctypes.c_ulong(threading.main_thread().ident), ctypes.py_object(WorkerLostError))
+        with _report_lock:
+            if not _disarmed:
+                # Raised in the main thread as soon as it runs Python again.
+                _set_async_exception(WorkerLostError)
+        self._end_after_grace(2)
+
+    def _stop_for_interrupt(self):
+        _interrupted.append(True)
+        print(f"tpu-compat: interrupted; the program is still inside a "
+              f"TensorFlow call on the pod after {_INTERRUPT_GRACE_SECONDS:g} s, "
+              f"so the pod's workers are stopped", file=sys.stderr, flush=True)
+        _stop_workers()
+        self._end_after_grace(130)
+
+    @staticmethod
+    def _end_after_grace(code):
+        # The main thread normally ends the program first (the failed step
+        # raises); if it is still stuck in TensorFlow, the process ends here.
         time.sleep(_GRACE_SECONDS)
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(2)  # pylint: disable=protected-access
+        os._exit(code)  # pylint: disable=protected-access

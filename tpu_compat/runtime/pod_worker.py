@@ -19,19 +19,23 @@ SIGKILL) leaves no worker behind.
 
 import argparse
 import os
+import socket
 import sys
 import threading
+import time
 
 READY_PREFIX = "tpu-compat worker "
 READY_WORD = " ready on "
 # Exit codes, read by the chief to say what went wrong.
 EXIT_USAGE = 2
 EXIT_PORT_TAKEN = 3
+EXIT_INTERRUPTED = 130
 
 
-def _parser():
-    parser = argparse.ArgumentParser(
-        prog="tpu-compat worker",
+def parser(**kwargs):
+    """The worker's arguments (also `tpu-compat worker`'s, commands/worker.py)."""
+    parser = argparse.ArgumentParser(  # pylint: disable=redefined-outer-name
+        prog="tpu-compat worker", **kwargs,
         description="Serve one host of an emulated TPU pod (TensorFlow's gRPC "
                     "worker service). The chief program connects to it.")
     parser.add_argument("--cluster", metavar="ADDR[,ADDR...]",
@@ -52,6 +56,10 @@ def _parser():
     return parser
 
 
+_TF_CONFIG_SHAPE = ('{"cluster": {"worker": ["host:port", ...]}, '
+                    '"task": {"type": "worker", "index": H}}')
+
+
 def _cluster_from_tf_config():
     import json  # pylint: disable=import-outside-toplevel
     raw = os.environ.get("TF_CONFIG", "")
@@ -61,12 +69,15 @@ def _cluster_from_tf_config():
         config = json.loads(raw)
         workers = list(config["cluster"]["worker"])
         task = config.get("task", {})
-        index = int(task["index"]) if task.get("type", "worker") == "worker" else None
+        kind = task.get("type", "worker")
+        index = int(task["index"]) if kind == "worker" else None
     except (ValueError, KeyError, TypeError) as error:
-        raise SystemExit(f"tpu-compat worker: error: TF_CONFIG is not valid "
-                         f"({error}); expected {{\"cluster\": {{\"worker\": "
-                         f"[\"host:port\", ...]}}, \"task\": {{\"type\": "
-                         f"\"worker\", \"index\": H}}}}")
+        _fail(EXIT_USAGE, f"TF_CONFIG is not valid ({type(error).__name__}: "
+                          f"{error}); expected {_TF_CONFIG_SHAPE}")
+    if index is None:
+        _fail(EXIT_USAGE, f"TF_CONFIG's task type is {kind!r}; a worker's is "
+                          f"'worker' (the chief is the program: `tpu-compat run` "
+                          f"with TF_CONFIG task type chief)")
     return workers, index
 
 
@@ -74,6 +85,43 @@ def _fail(code, message):
     print(f"tpu-compat worker: error: {message}", file=sys.stderr, flush=True)
     # The server's threads would keep a normal exit waiting.
     os._exit(code)  # pylint: disable=protected-access
+
+
+def _port_taken(address):
+    """Why the worker cannot listen on ``address``'s port, or None.
+
+    Checked before importing TensorFlow (seconds), which reports the same
+    failure only once its server starts; TensorFlow's check still stands.
+    """
+    port = int(address.rsplit(":", 1)[-1])
+    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        # As TensorFlow's server binds: every interface, TIME_WAIT reusable.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("", port))
+        probe.listen(1)
+        return None
+    except OSError as error:
+        return error.strerror or str(error)
+    finally:
+        probe.close()
+
+
+def _serve_until_stopped():
+    """Sleeps in Python, so that Ctrl-C reaches this process.
+
+    ``server.join()`` would wait inside TensorFlow, where Python never runs
+    the signal handlers. Short sleeps: the kernel may hand SIGINT to one of
+    the server's threads, and then only the main thread's next wake-up runs
+    Python's handler.
+    """
+    try:
+        while True:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        print("tpu-compat worker: interrupted; the worker stops", file=sys.stderr,
+              flush=True)
+        os._exit(EXIT_INTERRUPTED)  # pylint: disable=protected-access
 
 
 def _exit_when_stdin_closes():
@@ -86,7 +134,11 @@ def _exit_when_stdin_closes():
 
 
 def main(argv=None):
-    args = _parser().parse_args(argv)
+    return serve(parser().parse_args(argv))
+
+
+def serve(args):
+    """Serves one host until stopped; ``args`` as :func:`parser` parses them."""
     workers, task = (args.cluster.split(",") if args.cluster else None), args.task
     if workers is None or task is None:
         env_workers, env_task = _cluster_from_tf_config()
@@ -102,14 +154,22 @@ def main(argv=None):
     cores = args.cores if args.cores is not None else (8 if args.device == "cpu" else 1)
     if cores < 1:
         _fail(EXIT_USAGE, f"--cores={cores} is not valid; expected a positive integer")
+    address = workers[task]
+    if ":" not in address or not address.rsplit(":", 1)[1].isdigit():
+        _fail(EXIT_USAGE, f"worker {task}'s address {address!r} is not valid; "
+                          f"expected host:port")
     if args.exit_with_parent:
         threading.Thread(target=_exit_when_stdin_closes, daemon=True,
                          name="tpu-compat-exit-with-parent").start()
+    taken = _port_taken(address)
+    if taken:
+        _fail(EXIT_PORT_TAKEN, f"worker {task} cannot listen on {address}: port "
+                               f"{address.rsplit(':', 1)[1]} is taken or not "
+                               f"available ({taken})")
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
 
-    address = workers[task]
     if args.device == "gpu":
         # The worker service's devices come from the ConfigProto, not from
         # tf.config's logical-device settings (those apply to eager only).
@@ -133,6 +193,9 @@ def main(argv=None):
                                f"{port} is taken or not available ({detail})")
     print(f"{READY_PREFIX}{task}{READY_WORD}{address} ({cores} "
           f"{args.device.upper()} cores)", flush=True)
+    _serve_until_stopped()
+    # Not reached (the worker ends by _fail or os._exit); the server must stay
+    # referenced until then, or it would be stopped.
     server.join()
     return 0
 

@@ -16,6 +16,10 @@ PER_SHARD_V1 (train)   global // replicas      global // replicas
 PER_HOST_V2            global // replicas      global // replicas
 PER_HOST_V1            global // hosts         global // replicas
 =====================  ======================  ======================
+
+On a pod slice (several hosts: an emulated pod, ``TPU_COMPAT_NUM_HOSTS``)
+``hosts`` is the number of hosts, as tpu_context.py read it from the TPU
+system metadata; the replicas are numbered host by host.
 """
 
 import contextlib
@@ -23,14 +27,18 @@ import contextlib
 from tpu_compat.estimator._spec import ModeKeys
 from tpu_compat.estimator.tpu.config import InputPipelineConfig
 
-__all__ = ["InternalContext", "TPUContext"]
+__all__ = ["HOST_DEVICE", "InternalContext", "TPUContext"]
+
+# The CPU of the host this process drives: the only host of a one-host TPU,
+# and worker 0 of a pod, whose master service runs the Estimator's sessions.
+HOST_DEVICE = "/device:CPU:0"
 
 
 class InternalContext:
     """The TPU facts of one TPUEstimator, and of the mode it is running."""
 
     def __init__(self, config, train_batch_size, eval_batch_size, predict_batch_size,
-                 use_tpu, eval_on_tpu, num_replicas_fn):
+                 use_tpu, eval_on_tpu, num_replicas_fn, host_devices_fn=None):
         self.config = config
         self.train_batch_size = train_batch_size
         self.eval_batch_size = eval_batch_size
@@ -38,6 +46,8 @@ class InternalContext:
         self.use_tpu = use_tpu
         self.eval_on_tpu = eval_on_tpu
         self._num_replicas_fn = num_replicas_fn
+        # One host CPU device per host, in task order.
+        self._host_devices_fn = host_devices_fn or (lambda: (HOST_DEVICE,))
         self._mode = None
         self.is_export_mode = False
 
@@ -61,11 +71,22 @@ class InternalContext:
     def num_replicas(self):
         return self._num_replicas_fn()
 
-    num_hosts = 1  # the emulated TPU (and a single TPU host) has one host
+    @property
+    def host_devices(self):
+        """The CPU device of each host, in task order (where its input_fn runs)."""
+        return tuple(self._host_devices_fn())
+
+    @property
+    def num_hosts(self):
+        return len(self.host_devices)
 
     @property
     def num_of_replicas_per_host(self):
         return self.num_replicas // self.num_hosts
+
+    def host_of_replica(self, replica_id):
+        """The host that feeds ``replica_id`` (replicas are numbered host by host)."""
+        return replica_id // self.num_of_replicas_per_host
 
     @property
     def input_mode(self):
@@ -155,11 +176,12 @@ class TPUContext:
     """``params['context']``: the TPU configuration, as ``input_fn``/``model_fn`` see it."""
 
     def __init__(self, internal_ctx, input_device=None, invocation_index=None,
-                 call_from_input_fn=True):
+                 call_from_input_fn=True, host_id=None):
         self._internal_ctx = internal_ctx
         self._input_device = input_device
         self._invocation_index = invocation_index
         self._call_from_input_fn = call_from_input_fn
+        self._host_id = host_id
 
     def current_input_fn_deployment(self):
         """``(host device, invocation index, total invocations, replicas fed)``."""
@@ -185,6 +207,8 @@ class TPUContext:
 
     @property
     def current_host(self):
+        # tpu_context.py answers with the invocation index: the host for
+        # per-host input, the core for per-core input.
         return self._invocation_index
 
     @property
@@ -196,9 +220,22 @@ class TPUContext:
         return None
 
     def device_for_replica(self, replica_id):
-        """``(host device, ordinal)`` of ``replica_id`` (one host)."""
-        return "/job:localhost/replica:0/task:0/device:CPU:0", replica_id
+        """``(host CPU device, ordinal on that host)`` of ``replica_id``."""
+        ctx = self._internal_ctx
+        if not 0 <= replica_id < ctx.num_replicas:
+            raise ValueError(f"device_for_replica: replica_id must be in [0, "
+                             f"{ctx.num_replicas}), given: {replica_id!r}")
+        host = ctx.host_of_replica(replica_id)
+        return ctx.host_devices[host], replica_id % ctx.num_of_replicas_per_host
 
-    def tpu_host_placement_function(self, replica_id=None, host_id=None):
-        del replica_id, host_id
-        return "/job:localhost/replica:0/task:0/device:CPU:0"
+    @property
+    def tpu_host_placement_function(self):
+        """A function of ``host_id`` giving that host's CPU device (as in TF 1.15)."""
+        ctx = self._internal_ctx
+
+        def placement_function(host_id):
+            if not 0 <= host_id < ctx.num_hosts:
+                raise ValueError(f"tpu_host_placement_function: host_id must be in "
+                                 f"[0, {ctx.num_hosts}), given: {host_id!r}")
+            return ctx.host_devices[host_id]
+        return placement_function

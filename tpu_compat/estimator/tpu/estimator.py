@@ -94,7 +94,7 @@ class TPUEstimator(Estimator):
         self._export_to_cpu = export_to_cpu
         self._ctx = context_lib.InternalContext(
             self._config, train_batch_size, eval_batch_size, predict_batch_size,
-            use_tpu, eval_on_tpu, self._num_replicas)
+            use_tpu, eval_on_tpu, self._num_replicas, self._host_devices)
         self._strategies = weakref.WeakKeyDictionary()  # graph -> strategy
         self._run_steps = None
 
@@ -112,6 +112,22 @@ class TPUEstimator(Estimator):
             return chosen.num_replicas
         return self._strategy().num_replicas_in_sync
 
+    def _host_devices(self):
+        """Each host's CPU device, in task order: where its ``input_fn`` runs.
+
+        tpu_estimator.py calls ``input_fn`` once per host (per core, once
+        for BROADCAST) under ``ctx.tpu_host_placement_function(host_id)``, so
+        each host's input pipeline feeds its own cores. An emulated pod's
+        hosts are its worker processes (``/job:worker/task:h``); a real TPU
+        is driven as one host here (its input runs on this host's CPU).
+        """
+        from tpu_compat.runtime import backend as backend_lib  # pylint: disable=import-outside-toplevel
+        from tpu_compat.runtime import emulated  # pylint: disable=import-outside-toplevel
+        chosen = backend_lib.get_backend()
+        if not chosen.emulated:
+            return (context_lib.HOST_DEVICE,)
+        return tuple(host for host, _ in emulated._group_by_host(chosen.devices))  # pylint: disable=protected-access
+
     def _strategy(self, graph=None):
         """The replicated strategy of ``graph`` (one per graph, built on first use)."""
         graph = graph or tf.compat.v1.get_default_graph()
@@ -126,8 +142,15 @@ class TPUEstimator(Estimator):
 
     def _session_master(self, mode):
         from tpu_compat.runtime import backend as backend_lib  # pylint: disable=import-outside-toplevel
+        from tpu_compat.runtime import pod as pod_lib  # pylint: disable=import-outside-toplevel
         if backend_lib.get_backend().emulated:
-            return ""  # the emulated TPU runs in this process
+            # The emulated TPU is where the backend put it, whatever master the
+            # program named: in this process (a local session), or on an
+            # emulated pod, whose replica devices (/job:worker/task:h/...) only
+            # a session on worker 0's master service can place, as
+            # tpu_estimator.py ran every session on the RunConfig's master.
+            pod = pod_lib.current_pod()
+            return pod.master if pod else ""
         return (self._config.evaluation_master if mode == ModeKeys.EVAL
                 else self._config.master)
 
@@ -135,7 +158,17 @@ class TPUEstimator(Estimator):
     def _create_global_step(self, graph, mode):
         with self._ctx.with_mode(mode) as ctx:
             if ctx.is_running_on_cpu():
-                return super()._create_global_step(graph, mode)
+                # tpu_estimator.py's _create_global_step made it a resource
+                # variable on the CPU too, also in TF 1.x graphs (whose default
+                # is a reference variable): host_call then reads the step's own
+                # value (see _ordering), not whatever an in-place update left.
+                with graph.as_default(), graph.name_scope(None):
+                    return tf.compat.v1.get_variable(
+                        tf.compat.v1.GraphKeys.GLOBAL_STEP, shape=[], dtype=tf.int64,
+                        initializer=tf.compat.v1.zeros_initializer(), trainable=False,
+                        use_resource=True,
+                        collections=[tf.compat.v1.GraphKeys.GLOBAL_VARIABLES,
+                                     tf.compat.v1.GraphKeys.GLOBAL_STEP])
             return replicated.create_mirrored_global_step(self._strategy(graph))
 
     def _features_and_labels(self, input_fn, mode):

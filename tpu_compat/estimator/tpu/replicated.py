@@ -11,7 +11,9 @@ What TF 1.15's TPUEstimator did with infeed and outfeed queues is done here
 with host-side equivalents:
 
 * **input**: a dataset's ``get_next()`` runs inside the loop, once per
-  replica-batch as the input mode says; ``input_fn``s that return tensors
+  replica-batch as the input mode says, on the CPU of the host whose
+  ``input_fn`` made it (each host of a pod feeds its own replicas);
+  ``input_fn``s that return tensors
   (not a dataset) are fed through a host FIFO queue that a hook fills with
   one element per step before each loop, as TF's infeed thread did;
 * **host calls** (``host_call``, ``eval_metrics``): each step's tensors,
@@ -30,6 +32,7 @@ import math
 
 import tensorflow as tf
 from tensorflow.python.distribute import distribute_utils
+from tensorflow.python.framework import ops as tf_ops
 from tensorflow.python.training import evaluation as tf_evaluation
 
 from tpu_compat.estimator import _inputs
@@ -44,7 +47,7 @@ from tpu_compat.estimator.tpu.spec import (
 __all__ = ["build_program", "create_mirrored_global_step"]
 
 _log = logging.getLogger("tensorflow")
-_HOST = "/device:CPU:0"
+_HOST = context_lib.HOST_DEVICE  # host-side queues and variables: this host (worker 0)
 # Host queues are drained after every loop; this only bounds a runaway loop.
 _QUEUE_CAPACITY = 1 << 30
 ITERATIONS_VAR = "iterations_per_loop"
@@ -137,9 +140,57 @@ def _split(structure, count, batch_axis, what):
             for i in range(count)]
 
 
+def _on_host(device):
+    """Places ops on a host's CPU by the backend's own device name.
+
+    The names are the hosts the backend runs (``/job:worker/task:h`` on an
+    emulated pod), so they are used as they are; ``tf.device`` maps the names
+    a program writes (runtime/devices.py), which these are not.
+    """
+    return tf_ops.device(device)
+
+
+class _Source:
+    """What one ``input_fn`` call returned, and the host CPU it runs on."""
+
+    def __init__(self, device, iterator=None, infeed=None, structure=None):
+        self.device = device
+        self.iterator = iterator
+        self.infeed = infeed
+        self.structure = structure
+
+
+def _with_endless_padding(dataset, what):
+    """``dataset``, then empty batches forever.
+
+    On a pod each host predicts from its own ``input_fn``; one host's input
+    may end before another's. TF 1.15 appended padded batches with stopping
+    signals to each host's input (``_InputsWithStoppingSignals``); here a host
+    whose input has ended feeds empty batches (padded to full ones, then
+    dropped) until every host's input has ended.
+    """
+    def empty(spec):
+        inner = spec.shape[1:]
+        if not inner.is_fully_defined():
+            raise ValueError(
+                f"input_fn: TPUEstimator.predict on the TPU needs features with static "
+                f"shapes apart from the batch dimension ({what}); a feature has shape "
+                f"{spec.shape}")
+        return tf.zeros([0] + inner.as_list(), spec.dtype)
+    tail = tf.data.Dataset.from_tensors(
+        tf.nest.map_structure(empty, dataset.element_spec)).repeat()
+    return dataset.concatenate(tail)
+
+
 class InputPipeline:
     """Calls ``input_fn`` as TF 1.15 did for the mode, and feeds every replica.
 
+    As tpu_estimator.py's ``_InputPipeline``: ``input_fn`` is called once per
+    core (PER_SHARD_V1, training), once on host 0 (BROADCAST, and SLICED
+    evaluation), else once per host (PER_HOST_V1/V2), each call under its
+    host's CPU device with a ``TPUContext`` whose
+    ``current_input_fn_deployment()`` names that host and invocation; each
+    host's input feeds that host's replicas (numbered host by host).
     ``next_per_replica()`` (called inside the loop body) returns one
     ``(features, labels)`` per replica for one step.
     """
@@ -149,28 +200,44 @@ class InputPipeline:
         self._batch_axis = batch_axis
         self.hooks = []
         self.infeed_ops = []
-        self._iterators = []
-        self._infeeds = []
-        self._structures = []
-        self.padding = None  # predict: (real batch size) of the current step
-        mode, replicas = ctx.mode, ctx.num_replicas
+        self._sources = []
+        self._real_counts = None  # predict: real examples of each source this step
+        self._end_check = None    # predict: raises OutOfRange once all inputs ended
         self._per_core = ctx.is_input_sharded_per_core()
         self._per_host_v2 = ctx.is_input_per_host_with_iterators()
         self._broadcast = ctx.is_input_broadcast_with_iterators()
-        invocations = replicas if self._per_core else 1
-        for index in range(invocations):
+        self._sliced = ctx.is_input_slice_broadcast_to_all_cores()
+        invocations = self._invocations()
+        for index, host in invocations:
+            device = ctx.host_devices[host]
             call_params = dict(params)
             call_params["batch_size"] = ctx.batch_size_for_input_fn
             call_params["context"] = context_lib.TPUContext(
-                ctx, input_device=_HOST, invocation_index=index)
-            available = {"params": call_params, "mode": mode, "config": config}
-            with tf.device(_HOST), tf.name_scope(f"input_fn_{index}" if self._per_core
-                                                  else "input_fn"):
+                ctx, input_device=device, invocation_index=index, host_id=host)
+            available = {"params": call_params, "mode": ctx.mode, "config": config}
+            scope = "input_fn" if len(invocations) == 1 else f"input_fn_{index}"
+            with _on_host(device), tf.name_scope(scope):
                 result = _inputs.call_with_known_args(input_fn, available,
                                                       required=("params",))
-            self._add_source(result)
+                self._add_source(result, device)
 
-    def _add_source(self, result):
+    def _invocations(self):
+        """``(invocation index, host)`` of each ``input_fn`` call."""
+        ctx = self._ctx
+        if self._per_core:
+            return [(replica, ctx.host_of_replica(replica))
+                    for replica in range(ctx.num_replicas)]
+        if self._broadcast:
+            return [(0, 0)]
+        return [(host, host) for host in range(ctx.num_hosts)]
+
+    @property
+    def _predict_batch_per_source(self):
+        """Predict: the examples one source feeds per step (padded to it)."""
+        batch = self._ctx.predict_batch_size
+        return batch if self._broadcast else batch // self._ctx.num_hosts
+
+    def _add_source(self, result, device):
         mode = self._ctx.mode
         if _inputs.is_dataset(result):
             if self._per_core:
@@ -181,13 +248,16 @@ class InputPipeline:
                     "per_host_input_for_training=True or InputPipelineConfig."
                     "PER_HOST_V2")
             dataset = result
-            if mode == ModeKeys.PREDICT and self._per_host_v2:
-                # Predictions do not depend on how examples are grouped into
-                # steps; read global batches so a partial last step pads once.
-                dataset = dataset.unbatch().batch(self._ctx.predict_batch_size)
+            if mode == ModeKeys.PREDICT:
+                if self._per_host_v2:
+                    # Predictions do not depend on how examples are grouped
+                    # into steps; read whole host batches so that a partial
+                    # last step pads once.
+                    dataset = dataset.unbatch().batch(self._predict_batch_per_source)
+                dataset = _with_endless_padding(dataset, f"mode {mode!r}")
             iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
             self.hooks.append(_inputs.DatasetInitializerHook(iterator))
-            self._iterators.append(iterator)
+            self._sources.append(_Source(device, iterator=iterator))
             return
         if mode == ModeKeys.PREDICT:
             raise TypeError("input_fn must return a Dataset for TPUEstimator.predict "
@@ -199,63 +269,127 @@ class InputPipeline:
         _static_batch_check(features, labels, f"mode {mode!r}")
         structure = (features, labels)
         infeed = _HostInfeed([t for t in tf.nest.flatten(structure) if t is not None])
-        self._infeeds.append(infeed)
-        self._structures.append(structure)
+        self._sources.append(_Source(device, infeed=infeed, structure=structure))
         self.infeed_ops.append(infeed.enqueue_op)
 
-    def _next_from(self, source_index):
-        if self._iterators:
-            return _inputs.split_features_and_labels(
-                self._iterators[source_index].get_next())
-        values = iter(self._infeeds[source_index].dequeue())
-        structure = self._structures[source_index]
+    def _next_from(self, source):
+        if source.iterator is not None:
+            return _inputs.split_features_and_labels(source.iterator.get_next())
+        values = iter(source.infeed.dequeue())
         # Labels may be None: only tensors went through the queue.
         return tf.nest.pack_sequence_as(
-            structure, [None if t is None else next(values)
-                        for t in tf.nest.flatten(structure)])
+            source.structure, [None if t is None else next(values)
+                               for t in tf.nest.flatten(source.structure)])
 
     def next_per_replica(self):
-        replicas = self._ctx.num_replicas
-        with tf.device(_HOST):
-            if self._per_core:
-                return [self._next_from(i) for i in range(replicas)]
-            if self._per_host_v2 and self._ctx.mode != ModeKeys.PREDICT:
-                batches, previous = [], []
-                for _ in range(replicas):  # in order: replica i gets the i-th batch
-                    with tf.control_dependencies(previous):
-                        batch = self._next_from(0)
-                    previous = [t for t in tf.nest.flatten(batch) if t is not None]
-                    batches.append(batch)
-                for batch in batches:
-                    _static_batch_check(*batch, "PER_HOST_V2")
-                return batches
-            features, labels = self._next_from(0)
-            if self._ctx.mode == ModeKeys.PREDICT:
-                features, labels = self._pad_to_batch(features, labels)
-            else:
-                _static_batch_check(features, labels, f"mode {self._ctx.mode!r}")
+        ctx = self._ctx
+        if ctx.mode == ModeKeys.PREDICT:
+            return self._next_for_predict()
+        what = f"mode {ctx.mode!r}"
+        if self._per_core:
+            batches = []
+            for source in self._sources:
+                with _on_host(source.device):
+                    batches.append(self._next_from(source))
+            return batches
+        if self._broadcast:
+            with _on_host(self._sources[0].device):
+                features, labels = self._next_from(self._sources[0])
+                _static_batch_check(features, labels, what)
+                if self._sliced:
+                    return _split((features, labels), ctx.num_replicas,
+                                  self._batch_axis, what)
+            return [(features, labels)] * ctx.num_replicas
+        batches = []
+        for source in self._sources:  # one per host, in host order
+            with _on_host(source.device):
+                batches += (self._host_v2_batches(source) if self._per_host_v2
+                            else self._host_v1_batches(source, what))
+        return batches
+
+    def _host_v2_batches(self, source):
+        """PER_HOST_V2: the host's replica ``i`` gets its dataset's ``i``-th batch."""
+        batches, previous = [], []
+        for _ in range(self._ctx.num_of_replicas_per_host):
+            with tf.control_dependencies(previous):
+                batch = self._next_from(source)
+            previous = [t for t in tf.nest.flatten(batch) if t is not None]
+            batches.append(batch)
+        for batch in batches:
+            _static_batch_check(*batch, "PER_HOST_V2")
+        return batches
+
+    def _host_v1_batches(self, source, what):
+        """PER_HOST_V1: the host's batch split across the host's replicas."""
+        features, labels = self._next_from(source)
+        _static_batch_check(features, labels, what)
+        return _split((features, labels), self._ctx.num_of_replicas_per_host,
+                      self._batch_axis, what)
+
+    def _next_for_predict(self):
+        ctx = self._ctx
+        batch = self._predict_batch_per_source
+        padded, self._real_counts = [], []
+        for source in self._sources:
+            with _on_host(source.device):
+                features, labels = self._next_from(source)
+                real = tf.shape(tf.nest.flatten(features)[0])[0]
+                padded.append(_pad_to_batch(features, labels, batch))
+            self._real_counts.append(real)
+        with _on_host(self._sources[0].device):
+            self._end_check = _end_of_input_when_all_empty(self._real_counts)
+        if self._broadcast:
+            features, labels = padded[0]
+            if self._sliced:
+                return _split((features, labels), ctx.num_replicas, self._batch_axis,
+                              "predict")
+            return [(features, labels)] * ctx.num_replicas
+        per_replica = []
+        for (features, labels), source in zip(padded, self._sources):
+            with _on_host(source.device):
+                per_replica += _split((features, labels), ctx.num_of_replicas_per_host,
+                                      self._batch_axis, "predict")
+        return per_replica
+
+    def real_predictions(self, per_replica_values):
+        """The predictions of real examples, in input order (padding dropped).
+
+        Raises OutOfRange (ending ``predict``) once every input has ended.
+        """
+        with tf.control_dependencies([self._end_check]):
+            if self._broadcast and not self._sliced:
+                # Every replica predicted the same batch; TF 1.15 took replica 0's.
+                return tf.identity(per_replica_values[0][:self._real_counts[0]])
             if self._broadcast:
-                return [(features, labels)] * replicas
-            return _split((features, labels), replicas, self._batch_axis,
-                          f"mode {self._ctx.mode!r}")
+                return tf.concat(per_replica_values, axis=0)[:self._real_counts[0]]
+            per_host = self._ctx.num_of_replicas_per_host
+            pieces = []
+            for host, real in enumerate(self._real_counts):
+                values = per_replica_values[host * per_host:(host + 1) * per_host]
+                pieces.append(tf.concat(values, axis=0)[:real])
+            return tf.concat(pieces, axis=0)
 
-    def _pad_to_batch(self, features, labels):
-        """Pads a partial last batch to the predict batch size (TF 1.15 did too)."""
-        batch = self._ctx.predict_batch_size
-        first = tf.nest.flatten(features)[0]
-        real = tf.shape(first)[0]
-        self.padding = real
 
-        def pad(tensor):
-            if tensor is None:
-                return None
-            missing = batch - tf.shape(tensor)[0]
-            paddings = [[0, missing]] + [[0, 0]] * (tensor.shape.rank - 1)
-            padded = tf.pad(tensor, paddings)
-            padded.set_shape([batch] + tensor.shape.as_list()[1:])
-            return padded
+def _end_of_input_when_all_empty(real_counts):
+    """An op that raises OutOfRange (ends ``predict``) when no input has examples."""
+    ended = tf.compat.v1.data.make_one_shot_iterator(tf.data.Dataset.range(0))
+    return tf.compat.v1.cond(
+        tf.add_n(real_counts) > 0, lambda: tf.constant(0, tf.int64), ended.get_next)
 
-        return tf.nest.map_structure(pad, features), tf.nest.map_structure(pad, labels)
+
+def _pad_to_batch(features, labels, batch):
+    """Pads a partial last batch to ``batch`` examples (TF 1.15 did too)."""
+
+    def pad(tensor):
+        if tensor is None:
+            return None
+        missing = batch - tf.shape(tensor)[0]
+        paddings = [[0, missing]] + [[0, 0]] * (tensor.shape.rank - 1)
+        padded = tf.pad(tensor, paddings)
+        padded.set_shape([batch] + tensor.shape.as_list()[1:])
+        return padded
+
+    return tf.nest.map_structure(pad, features), tf.nest.map_structure(pad, labels)
 
 
 # -- calling model_fn on each replica ------------------------------------------------
@@ -770,21 +904,14 @@ def _build_predict(estimator, ctx, strategy, wrapper, pipeline, run_steps, itera
         captured.capture(spec, [])
         return {key: tf.identity(value) for key, value in spec.predictions.items()}
 
-    with tf.device(_HOST):
-        per_replica_inputs = pipeline.next_per_replica()
+    per_replica_inputs = pipeline.next_per_replica()
     with strategy.scope():
         predictions = _replicate(strategy, replica_step, per_replica_inputs)
     spec = captured.spec
     scaffold = get_scaffold(spec.scaffold_fn)
     with tf.device(_HOST):
-        merged = {}
-        broadcast = ctx.input_mode == InputPipelineConfig.BROADCAST
-        for key, value in predictions.items():
-            values = _local(strategy, value)
-            # BROADCAST: every replica predicted the same batch (TF 1.15 took
-            # replica 0's); otherwise each predicted its slice.
-            whole = values[0] if broadcast else tf.concat(values, axis=0)
-            merged[key] = whole[:pipeline.padding]
+        merged = {key: pipeline.real_predictions(_local(strategy, value))
+                  for key, value in predictions.items()}
     hooks = (_system_hooks(estimator) + list(pipeline.hooks)
              + list(spec.prediction_hooks))
     return EstimatorSpec(mode=ModeKeys.PREDICT, predictions=merged,

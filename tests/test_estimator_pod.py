@@ -1,0 +1,147 @@
+"""TPUEstimator on an emulated TPU pod slice (2 hosts x 4 cores).
+
+One TF 1.15 program (tests/scenarios/estimator_pod.py: absl flags,
+``TPUClusterResolver(tpu='')``, PER_HOST_V2, an input_fn sharding by
+``params['context']``) runs on 2 hosts x 4 cores, on 1 host x 8 cores and
+with ``use_tpu=False``: training (resumed from model_dir), evaluation and
+prediction from the checkpoints give the same numbers, ``input_fn`` is
+called as on a real pod, and no worker process outlives the program.
+"""
+
+import re
+import warnings
+
+import pytest
+
+from conftest import check_ok, parse_numbers, process_gone, run_scenario
+
+SCENARIO = "estimator_pod.py"
+# Where the runs legitimately differ: how input_fn was called, the pod
+# itself, and checkpoint steps (the TPU checks the cadence once per loop).
+NOT_COMPARED = ("input_", "pod_worker_pid_", "num_hosts", "checkpoints")
+MODES = ("train", "eval", "predict", "per_host_v1", "per_host_v2", "broadcast",
+         "per_shard_v1")
+
+
+@pytest.fixture(scope="module")
+def runs():
+    pod = check_ok(run_scenario(SCENARIO, 8, "--survey", tf1=True,
+                                env={"TPU_COMPAT_NUM_HOSTS": 2}))
+    one_host = check_ok(run_scenario(SCENARIO, 8, "--survey", tf1=True))
+    cpu = check_ok(run_scenario(SCENARIO, 1, "--survey", "--nouse_tpu", tf1=True))
+    return {"pod": pod.stdout, "one_host": one_host.stdout, "cpu": cpu.stdout}
+
+
+def _numbers(runs, name):
+    return parse_numbers(runs[name])
+
+
+def test_pod_equals_one_host_and_the_cpu(runs):
+    reference = _numbers(runs, "cpu")
+    compared = [key for key in reference if not key.startswith(NOT_COMPARED)]
+    assert len(compared) >= 30
+    for name in ("pod", "one_host"):
+        numbers = _numbers(runs, name)
+        for key in compared:
+            assert numbers[key] == pytest.approx(reference[key], rel=1e-5, abs=1e-6), (
+                name, key)
+    pod, one_host = _numbers(runs, "pod"), _numbers(runs, "one_host")
+    assert pod["checkpoints"] == one_host["checkpoints"]
+    # Exact counts: steps, checkpoints and summaries written once.
+    assert pod["train_global_step"] == pod["eval_global_step"] == 10
+    assert pod["checkpoint_data_files"] == 1
+    assert pod["eval_event_files"] == 1
+    assert pod["train_event_files"] == one_host["train_event_files"]
+    assert pod["host_call_events"] == pod["host_call_distinct_steps"] == 10
+    assert pod["host_call_last_step"] == 9
+    assert pod["predict_count"] == pod["predict_distinct_ids"] == 17
+
+
+def _deployments(stdout, mode):
+    """``[(invocation, total, replicas fed, host task)]`` of a mode's input_fn calls."""
+    found = re.findall(rf"^input_deployment_{mode}_\d+: (\d+)/(\d+) feeds (\d+) "
+                       rf"replicas on /job:worker/replica:0/task:(\d+)/device:CPU:0$",
+                       stdout, re.MULTILINE)
+    return [tuple(int(value) for value in match) for match in found]
+
+
+@pytest.mark.parametrize("mode,calls,batch,deployments", [
+    # PER_HOST_V2 (train, eval, predict): once per host, one core's batch.
+    ("train", 2, 16 // 8, [(0, 2, 4, 0), (1, 2, 4, 1)]),
+    ("eval", 2, 16 // 8, [(0, 2, 4, 0), (1, 2, 4, 1)]),
+    ("predict", 2, 8 // 8, [(0, 2, 4, 0), (1, 2, 4, 1)]),
+    ("per_host_v2", 2, 16 // 8, [(0, 2, 4, 0), (1, 2, 4, 1)]),
+    # PER_HOST_V1: once per host, the host's batch (global / hosts).
+    ("per_host_v1", 2, 16 // 2, [(0, 2, 4, 0), (1, 2, 4, 1)]),
+    # BROADCAST: once, on host 0, the global batch for all 8 cores.
+    ("broadcast", 1, 16, [(0, 1, 8, 0)]),
+    # PER_SHARD_V1: once per core, on the core's host.
+    ("per_shard_v1", 8, 16 // 8, [(core, 8, 1, core // 4) for core in range(8)]),
+])
+def test_input_fn_is_called_per_host_on_the_hosts_cpu(runs, mode, calls, batch,
+                                                       deployments):
+    pod = _numbers(runs, "pod")
+    assert pod["num_hosts"] == 2
+    assert pod[f"input_calls_{mode}"] == calls
+    assert pod[f"input_batch_{mode}"] == batch
+    assert _deployments(runs["pod"], mode) == deployments
+    one_host = _numbers(runs, "one_host")
+    assert one_host[f"input_calls_{mode}"] == (8 if mode == "per_shard_v1" else 1)
+    assert _numbers(runs, "cpu")[f"input_calls_{mode}"] == 1
+
+
+def test_sessions_run_on_the_pods_master_and_no_worker_survives(runs):
+    masters = dict(re.findall(r"^(resolver_master|run_config_master): (\S*)$",
+                              runs["pod"], re.MULTILINE))
+    assert masters["resolver_master"].startswith("grpc://")
+    assert masters["run_config_master"] == masters["resolver_master"]
+    pids = [int(value) for key, value in _numbers(runs, "pod").items()
+            if key.startswith("pod_worker_pid_")]
+    assert len(pids) == 2
+    assert all(process_gone(pid) for pid in pids)
+
+
+# -- in process --------------------------------------------------------------------
+
+_HOSTS = ("/job:worker/replica:0/task:0/device:CPU:0",
+          "/job:worker/replica:0/task:1/device:CPU:0")
+
+
+def test_tpu_context_places_replicas_and_input_on_their_hosts(tpu8):
+    del tpu8
+    from tpu_compat.estimator import tpu  # pylint: disable=import-outside-toplevel
+    from tpu_compat.estimator._spec import ModeKeys  # pylint: disable=import-outside-toplevel
+    from tpu_compat.estimator.tpu import context  # pylint: disable=import-outside-toplevel
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the legacy names warn (TPC072-TPC074)
+        config = tpu.RunConfig(tpu_config=tpu.TPUConfig(
+            per_host_input_for_training=tpu.InputPipelineConfig.PER_HOST_V1))
+    ctx = context.InternalContext(config, 64, 64, 64, use_tpu=True, eval_on_tpu=True,
+                                  num_replicas_fn=lambda: 8, host_devices_fn=lambda: _HOSTS)
+    with ctx.with_mode(ModeKeys.TRAIN):
+        assert (ctx.num_hosts, ctx.num_of_replicas_per_host) == (2, 4)
+        # PER_HOST_V1: the host's batch in input_fn, one core's in model_fn.
+        assert (ctx.batch_size_for_input_fn, ctx.batch_size_for_model_fn) == (32, 8)
+        user = context.TPUContext(ctx, input_device=_HOSTS[1], invocation_index=1,
+                                  host_id=1)
+        assert user.current_input_fn_deployment() == (_HOSTS[1], 1, 2, 4)
+        assert (user.num_hosts, user.current_host, user.num_of_replicas_per_host) == (
+            2, 1, 4)
+        assert user.device_for_replica(5) == (_HOSTS[1], 1)
+        assert user.tpu_host_placement_function(0) == _HOSTS[0]
+        with pytest.raises(ValueError, match=r"host_id must be in \[0, 2\)"):
+            user.tpu_host_placement_function(2)
+        with pytest.raises(ValueError, match=r"replica_id must be in \[0, 8\)"):
+            user.device_for_replica(8)
+
+
+def test_tf_config_of_an_emulated_pods_chief_is_not_an_estimator_cluster():
+    import json  # pylint: disable=import-outside-toplevel
+    from tpu_compat.estimator import run_config  # pylint: disable=import-outside-toplevel
+    pod = {"cluster": {"worker": ["localhost:2222", "localhost:2223"]},
+           "task": {"type": "chief", "index": 0}}
+    assert run_config.check_no_cluster({"TF_CONFIG": json.dumps(pod)}) == pod
+    workers = {"cluster": {"worker": ["a:1", "b:1"], "ps": ["c:1"]},
+               "task": {"type": "worker", "index": 0}}
+    with pytest.raises(ValueError, match="describes a cluster of 3 tasks"):
+        run_config.check_no_cluster({"TF_CONFIG": json.dumps(workers)})

@@ -1,0 +1,219 @@
+"""Emulated pod entry points: settings validated up front, each error naming its source.
+
+In process, without TensorFlow (or in subprocesses that fail before importing
+it): `tpu-compat run --hosts`, the pod variables, `tpu-compat worker`'s
+arguments, the pytest marker's ``hosts=``, doctor's facts and the runner's
+handling of pod errors. The multi-process faults are in test_pod_faults.py.
+"""
+
+import io
+import json
+import socket
+import sys
+
+import pytest
+
+from conftest import assert_one_error_line, run_cli
+from tpu_compat import _config, _pytest_child, pytest_plugin, runner
+from tpu_compat.commands import doctor
+from tpu_compat.runtime import pod, pod_worker
+
+
+def _prepare(environ=None, **flags):
+    environ = {} if environ is None else environ
+    runner.prepare_environment(environ=environ, **flags)
+    return environ
+
+
+# -- tpu-compat run --hosts and the variables ------------------------------------
+
+
+def test_hosts_flag_sets_the_variable():
+    environ = _prepare(hosts="2", replicas="4")
+    assert environ[_config.HOSTS_VAR] == "2" and environ[_config.REPLICAS_VAR] == "4"
+    assert _prepare(hosts=4)[_config.HOSTS_VAR] == "4"  # 8 replicas by default
+
+
+@pytest.mark.parametrize("flags,environ,message", [
+    ({"hosts": "0"}, {}, "--hosts='0' is not valid; expected a positive integer"),
+    ({"hosts": "two"}, {}, "--hosts='two' is not valid; expected a positive integer"),
+    ({}, {"TPU_COMPAT_NUM_HOSTS": "-1"},
+     "TPU_COMPAT_NUM_HOSTS='-1' is not valid; expected a positive integer"),
+    ({}, {"TPU_COMPAT_POD_TIMEOUT": "soon"},
+     "TPU_COMPAT_POD_TIMEOUT='soon' is not valid; expected a positive number of seconds"),
+    ({}, {"TPU_COMPAT_POD_TIMEOUT": "0"},
+     "TPU_COMPAT_POD_TIMEOUT='0' is not valid; expected a positive number of seconds"),
+    ({}, {"TPU_COMPAT_POD_PORT": "70000"},
+     "TPU_COMPAT_POD_PORT='70000' is not valid; expected a port number from 1 to 65535"),
+    ({}, {"TPU_COMPAT_POD_PORT": "http"},
+     "TPU_COMPAT_POD_PORT='http' is not valid; expected a positive integer"),
+    ({"hosts": "4"}, {"TPU_COMPAT_POD_PORT": "65534"},
+     "TPU_COMPAT_POD_PORT=65534 is not valid for 4 hosts (ports 65534 to 65537); "
+     "expected a port number from 1 to 65532"),
+    # The replicas must split evenly: the error names both settings, as given.
+    ({"hosts": "3", "replicas": "4"}, {},
+     "--replicas=4 cannot be split over --hosts=3 hosts"),
+    ({"hosts": "3"}, {},
+     "TPU_COMPAT_NUM_REPLICAS=8 (the default) cannot be split over --hosts=3 hosts"),
+    ({}, {"TPU_COMPAT_NUM_HOSTS": "3", "TPU_COMPAT_NUM_REPLICAS": "4"},
+     "TPU_COMPAT_NUM_REPLICAS=4 cannot be split over TPU_COMPAT_NUM_HOSTS=3 hosts"),
+    ({"replicas": "6"}, {"TPU_COMPAT_NUM_HOSTS": "4"},
+     "--replicas=6 cannot be split over TPU_COMPAT_NUM_HOSTS=4 hosts"),
+    ({}, {"TF_CONFIG": "{not json"}, "TF_CONFIG is not valid JSON"),
+    ({}, {"TF_CONFIG": json.dumps({"task": {"type": "chief", "index": 0}})},
+     "TF_CONFIG names this process the chief but has no valid cluster.worker list"),
+    ({"hosts": "3"}, {"TF_CONFIG": json.dumps({"cluster": {"worker": ["a:1", "b:2"]},
+                                               "task": {"type": "chief", "index": 0}})},
+     "TPU_COMPAT_NUM_HOSTS=3 but TF_CONFIG lists 2 workers"),
+])
+def test_bad_pod_settings_name_their_source(flags, environ, message):
+    with pytest.raises(_config.ConfigError) as error:
+        _prepare(dict(environ), **flags)
+    assert message in str(error.value)
+
+
+def test_tf_config_chief_brings_its_own_workers():
+    # Their cores are theirs: no split check against the replica default.
+    environ = {"TF_CONFIG": json.dumps({"cluster": {"worker": ["m1:2222", "m2:2222", "m3:2222"]},
+                                        "task": {"type": "chief", "index": 0}})}
+    _prepare(environ)
+    assert pod.requested_pod(environ) == (3, ("m1:2222", "m2:2222", "m3:2222"))
+    # A worker's TF_CONFIG, or none: no pod for this process.
+    assert pod.requested_pod({"TF_CONFIG": json.dumps(
+        {"cluster": {"worker": ["m1:2222"]}, "task": {"type": "worker", "index": 0}})}) is None
+    assert pod.requested_pod({"TPU_COMPAT_NUM_HOSTS": "1"}) is None
+
+
+def test_run_reports_a_bad_split_in_one_line_before_importing_tensorflow(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("raise SystemExit('not reached')\n")
+    result = run_cli("run", "--hosts", "3", "--replicas", "4", str(script), cwd=str(tmp_path))
+    assert_one_error_line(result, "--replicas=4 cannot be split over --hosts=3 hosts")
+    result = run_cli("run", str(script), cwd=str(tmp_path),
+                     env={"TPU_COMPAT_NUM_HOSTS": "2", "TPU_COMPAT_POD_TIMEOUT": "-5"})
+    assert_one_error_line(result, "TPU_COMPAT_POD_TIMEOUT='-5' is not valid")
+
+
+# -- tpu-compat worker -----------------------------------------------------------
+
+
+def _tf_config(kind, index, workers=("localhost:1", "localhost:2")):
+    return json.dumps({"cluster": {"worker": list(workers)}, "task": {"type": kind, "index": index}})
+
+
+@pytest.mark.parametrize("args,env,code,message", [
+    ((), {"TF_CONFIG": None}, 2, "give --cluster and --task, or set TF_CONFIG"),
+    (("--cluster", "localhost:5,localhost:6", "--task", "2"), {}, 2,
+     "--task=2 is not valid; allowed values: 0 to 1 (the cluster has 2 workers)"),
+    (("--cluster", "localhost:5", "--task", "0", "--cores", "0"), {}, 2,
+     "--cores=0 is not valid; expected a positive integer"),
+    (("--cluster", "machine-a", "--task", "0"), {}, 2,
+     "worker 0's address 'machine-a' is not valid; expected host:port"),
+    ((), {"TF_CONFIG": "{"}, 2, "TF_CONFIG is not valid (JSONDecodeError"),
+    ((), {"TF_CONFIG": _tf_config("chief", 0)}, 2,
+     "TF_CONFIG's task type is 'chief'; a worker's is 'worker'"),
+    ((), {"TF_CONFIG": _tf_config("worker", 5)}, 2, "--task=5 is not valid"),
+    (("--device", "tpu"), {}, 2, "argument --device: invalid choice: 'tpu'"),
+])
+def test_worker_usage_errors_are_one_line(args, env, code, message):
+    result = run_cli("worker", *args, env=env)
+    assert result.returncode == code, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "error: " in lines[0] and message in lines[0], result.stderr
+
+
+def test_worker_on_a_taken_port_fails_before_importing_tensorflow():
+    with socket.socket() as holder:
+        holder.bind(("localhost", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        result = run_cli("worker", env={"TF_CONFIG": _tf_config(
+            "worker", 1, ("localhost:1", f"localhost:{port}"))})
+    assert result.returncode == pod_worker.EXIT_PORT_TAKEN, result.stderr
+    assert result.stderr.strip() == (
+        f"tpu-compat worker: error: worker 1 cannot listen on localhost:{port}: "
+        f"port {port} is taken or not available (Address already in use)")
+
+
+def test_worker_subcommand_shares_the_workers_arguments():
+    from tpu_compat import cli
+    args = cli.build_parser().parse_args(
+        ["worker", "--cluster", "a:1,b:2", "--task", "1", "--cores", "4", "--device", "gpu"])
+    assert (args.cluster, args.task, args.cores, args.device) == ("a:1,b:2", 1, 4, "gpu")
+    assert args.handler.__module__ == "tpu_compat.commands.worker"
+
+
+# -- the pytest marker ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("marker,hosts", [
+    (pytest.mark.tpu_replicas(8), None),
+    (pytest.mark.tpu_replicas(4, 8, hosts=2), 2),
+    (pytest.mark.tpu_replicas(8, hosts=8), 8),
+])
+def test_marker_hosts(marker, hosts):
+    counts = pytest_plugin._marker_counts(marker.mark, "test_x")
+    assert pytest_plugin._marker_hosts(marker.mark, counts, "test_x") == hosts
+
+
+@pytest.mark.parametrize("marker,message", [
+    (pytest.mark.tpu_replicas(2, 8, hosts=4),
+     "test_x: @pytest.mark.tpu_replicas(..., hosts=4) is not valid: hosts must be an int "
+     "that divides every replica count (2, 8); allowed values: 1, 2"),
+    (pytest.mark.tpu_replicas(8, hosts=0), "allowed values: 1, 2, 4, 8"),
+    (pytest.mark.tpu_replicas(8, hosts="2"), "(..., hosts='2') is not valid"),
+    (pytest.mark.tpu_replicas(8, host=2), "takes replica counts and hosts=H, not host="),
+])
+def test_bad_marker_hosts_name_the_argument_and_allowed_values(marker, message):
+    counts = pytest_plugin._marker_counts(marker.mark, "test_x")
+    with pytest.raises(ValueError) as error:
+        pytest_plugin._marker_hosts(marker.mark, counts, "test_x")
+    assert message in str(error.value)
+
+
+def test_child_gets_the_hosts_variable():
+    env = _pytest_child.child_environment(8, hosts=2, environ={"PATH": "/bin"})
+    assert env == {"PATH": "/bin", "TPU_COMPAT_NUM_REPLICAS": "8", "TPU_COMPAT_NUM_HOSTS": "2"}
+    # No hosts= on the marker: the child inherits whatever this process has.
+    env = _pytest_child.child_environment(2, environ={"TPU_COMPAT_NUM_HOSTS": "2"})
+    assert env["TPU_COMPAT_NUM_HOSTS"] == "2" and env["TPU_COMPAT_NUM_REPLICAS"] == "2"
+
+
+# -- doctor ---------------------------------------------------------------------------
+
+
+def test_doctor_facts_describe_the_pod_settings():
+    assert dict(doctor.pod_settings({})) == {
+        "TPU_COMPAT_NUM_HOSTS": "1 (no pod)", "TPU_COMPAT_POD_TIMEOUT": "60 s",
+        "TPU_COMPAT_POD_PORT": "free loopback ports"}
+    facts = dict(doctor.pod_settings({"TPU_COMPAT_NUM_HOSTS": "2",
+                                      "TPU_COMPAT_POD_TIMEOUT": "90",
+                                      "TPU_COMPAT_POD_PORT": "9000"}))
+    assert facts["TPU_COMPAT_NUM_HOSTS"].startswith("2: worker processes started on loopback")
+    assert (facts["TPU_COMPAT_POD_TIMEOUT"], facts["TPU_COMPAT_POD_PORT"]) == ("90 s", 9000)
+    chief = dict(doctor.pod_settings({"TF_CONFIG": _tf_config("chief", 0, ("m1:1", "m2:1"))}))
+    assert chief["TPU_COMPAT_NUM_HOSTS"] == (
+        "2: TF_CONFIG names this process the chief of the workers m1:1, m2:1")
+    with pytest.raises(_config.ConfigError, match="TPU_COMPAT_NUM_HOSTS=3 hosts"):
+        doctor.pod_settings({"TPU_COMPAT_NUM_HOSTS": "3"})
+
+
+# -- the runner and pod errors ----------------------------------------------------------
+
+
+def test_pod_errors_are_tpu_compats_own_and_printed_once(monkeypatch):
+    assert pod.PodError in runner.own_errors()
+    assert issubclass(pod.WorkerLostError, pod.PodError)
+    monkeypatch.setattr(pod, "_reported", [])
+    stderr = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    message = "emulated pod: worker 1 (localhost:9, pid 7) was killed by signal 9"
+    pod.report(message)  # the monitor thread was first
+    runner.print_own_error(pod.WorkerLostError())  # the main thread's async exception
+    assert stderr.getvalue() == f"tpu-compat: error: {message}\n"
+    assert str(pod.WorkerLostError()) == message
+
+
+def test_without_a_pod_errors_are_the_programs_own():
+    assert pod.current_pod() is None
+    assert pod.failure_behind(RuntimeError("the program's own")) is None

@@ -1,0 +1,22 @@
+"""Device names of a pod program land on the emulated pod's hosts."""
+
+from conftest import check_ok, run_scenario
+
+
+def test_host_and_core_names_map_onto_the_pod_workers():
+    result = check_ok(run_scenario("pod_devices.py", 8,
+                                   env={"TPU_COMPAT_NUM_HOSTS": "2"}))
+    placed = dict(line[len("PLACED "):].split(" -> ")
+                  for line in result.stdout.splitlines() if line.startswith("PLACED "))
+    assert placed == {
+        # Host 1's CPU is worker process 1's.
+        "/job:worker/task:1/device:CPU:0": "/job:worker/replica:0/task:1/device:CPU:0",
+        # TPU core 2 of host 1 is host 1's third emulated core.
+        "/job:worker/replica:0/task:1/device:TPU:2":
+            "/job:worker/replica:0/task:1/device:CPU:2",
+        # Core 5 of the slice: host 1 (4 cores a host), its core 1.
+        "/device:TPU:5": "/job:worker/replica:0/task:1/device:CPU:1",
+        "/job:worker": "/job:worker/replica:0/task:0/device:CPU:0",
+    }
+    assert ("ERROR '/job:worker/task:2' names task 2 of the TPU host job 'worker', "
+            "but the emulated TPU has 2 host(s)") in result.stdout

@@ -1,0 +1,285 @@
+"""Emulated pod faults end with one clear line naming the worker, bounded, no orphans.
+
+Each test is one multi-process pod run (a chief under ``tpu-compat run`` and
+its worker processes): a worker that never comes up, a port that is taken
+(given, or picked and then lost), a worker killed mid-run, Ctrl-C during a
+long step, the chief killed, the two-machine TF_CONFIG recipe on loopback,
+and the pytest marker's ``hosts=`` end to end. The time bounds asserted are the documented ones
+(docs/_pods_faults_section.md) with a wide margin for a loaded CI machine.
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from conftest import REPO_ROOT, SCENARIOS, assert_one_error_line, process_gone, run_cli, \
+    subprocess_env
+from test_pytest_plugin import PLUGIN_ARGS
+
+LONG_TRAINING = os.path.join(SCENARIOS, "pod_long_training.py")
+# Generous: two extra TensorFlow imports on a loaded 2-core machine.
+START_TIMEOUT = 240
+
+
+def _worker_pids(chief_pid):
+    """The pod worker processes the chief started (its children running pod_worker)."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="utf-8") as handle:
+                parent = int(handle.read().rpartition(")")[2].split()[1])
+            with open(f"/proc/{name}/cmdline", "rb") as handle:
+                command = handle.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == chief_pid and b"tpu_compat.runtime.pod_worker" in command:
+            pids.append(int(name))
+    return sorted(pids)
+
+
+def _worker_pid(chief_pid, task):
+    for pid in _worker_pids(chief_pid):
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            args = handle.read().split(b"\0")
+        if args[args.index(b"--task") + 1] == str(task).encode():
+            return pid
+    raise AssertionError(f"no worker {task} among the chief's children")
+
+
+class _Chief:
+    """``tpu-compat run --hosts 2 --replicas 4 pod_long_training.py`` in the background."""
+
+    def __init__(self, *script_args, env=None):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tpu_compat", "run", "--hosts", "2", "--replicas", "4",
+             LONG_TRAINING, *script_args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=subprocess_env(**(env or {})), cwd=REPO_ROOT)
+        self.lines = []
+        self._stderr = []
+        threading.Thread(target=lambda: self._stderr.append(self.process.stderr.read()),
+                         daemon=True).start()
+
+    def wait_for(self, prefix, timeout=START_TIMEOUT):
+        """Reads stdout up to a line starting with ``prefix``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if not line:
+                break
+            self.lines.append(line)
+            if line.startswith(prefix):
+                return line
+        self.process.kill()
+        raise AssertionError(f"no {prefix!r} line; stdout: {''.join(self.lines)[-2000:]}"
+                             f"\nstderr: {self.stderr()[-3000:]}")
+
+    def finish(self, timeout=60):
+        """Waits for the exit; returns (exit code, seconds waited)."""
+        start = time.monotonic()
+        try:
+            self.process.wait(timeout=timeout)
+        finally:
+            self.process.kill()
+        self.lines.extend(self.process.stdout.readlines())
+        return self.process.returncode, time.monotonic() - start
+
+    def stderr(self):
+        for _ in range(50):
+            if self._stderr:
+                return self._stderr[0]
+            time.sleep(0.1)
+        return ""
+
+
+def _held_port():
+    """A listening socket on a loopback port (the port is taken while it lives)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("localhost", 0))
+    sock.listen(1)
+    return sock
+
+
+def _pids_in(message):
+    return [int(pid) for pid in re.findall(r"pid (\d+)", message)]
+
+
+def test_worker_that_never_comes_up_is_named_and_stopped(tmp_path):
+    # A real cause: a worker needs seconds to import TensorFlow, more than the
+    # 0.5 s this pod grants it.
+    start = time.monotonic()
+    result = run_cli("run", "--hosts", "2", "--replicas", "4", LONG_TRAINING,
+                     env={"TPU_COMPAT_POD_TIMEOUT": "0.5"}, cwd=str(tmp_path))
+    elapsed = time.monotonic() - start
+    assert_one_error_line(result, "did not come up within TPU_COMPAT_POD_TIMEOUT=0.5 s")
+    message = result.stderr.strip().splitlines()[-1]
+    assert "worker 0 (localhost:" in message and "worker 1 (localhost:" in message
+    pids = _pids_in(message)
+    assert len(pids) == 2 and all(process_gone(pid, within=5) for pid in pids)
+    assert "replicas:" not in result.stdout  # the program never ran
+    assert elapsed < 120, elapsed  # the chief's TF import + the timeout
+
+
+def test_taken_port_is_named_with_its_variable(tmp_path):
+    holder = _held_port()
+    with holder:
+        port = holder.getsockname()[1]
+        result = run_cli("run", "--hosts", "2", "--replicas", "4", LONG_TRAINING,
+                         env={"TPU_COMPAT_POD_PORT": str(port)}, cwd=str(tmp_path))
+    assert_one_error_line(result, f"worker 0 (localhost:{port}, pid ")
+    message = result.stderr.strip().splitlines()[-1]
+    assert f"port {port} is taken" in message and "exited with code 3" in message
+    assert "TPU_COMPAT_POD_PORT" in message
+    # Worker 1 was still starting when worker 0 failed: stopped, not blamed.
+    assert "worker 1" not in message
+    assert all(process_gone(pid, within=5) for pid in _pids_in(message))
+
+
+def test_picked_port_taken_meanwhile_is_picked_again(monkeypatch):
+    """When tpu_compat picked the port itself and lost it, it picks another."""
+    from tpu_compat.runtime import pod
+    holder = _held_port()
+    picks = []
+    real_free_ports = pod._free_ports
+
+    def free_ports(count):
+        # First pick: a port someone else took after it was found free.
+        picks.append(holder.getsockname()[1] if not picks else real_free_ports(count)[0])
+        return [picks[-1]]
+
+    monkeypatch.setattr(pod, "_free_ports", free_ports)
+    try:
+        with holder:
+            addresses = pod._start_workers(1, 1, timeout=START_TIMEOUT, base_port=None)
+        assert len(picks) == 2 and addresses == (f"localhost:{picks[1]}",)
+        pids = [process.pid for _, _, process, _ in pod._workers]
+    finally:
+        pod._stop_workers()
+    assert len(pids) == 1 and process_gone(pids[0])
+
+
+def test_worker_killed_mid_run_is_named_within_bound_and_nothing_is_left():
+    chief = _Chief("120", "0.5")
+    chief.wait_for("step: 2")
+    workers = _worker_pids(chief.process.pid)
+    victim = _worker_pid(chief.process.pid, 1)
+    os.kill(victim, signal.SIGKILL)
+    code, seconds = chief.finish()
+    stderr = chief.stderr()
+    assert code == 2, stderr[-3000:]
+    lines = [line for line in stderr.splitlines() if "tpu-compat" in line]
+    assert len(lines) == 1, stderr[-3000:]
+    assert lines[0] == (f"tpu-compat: error: emulated pod: worker 1 (localhost:"
+                        f"{lines[0].split('localhost:')[1].split(',')[0]}, pid {victim}) "
+                        f"was killed by signal 9 while the program was running; "
+                        f"the pod is stopped")
+    assert "Traceback" not in stderr and "UnavailableError" not in stderr
+    assert "finished: 1" not in "".join(chief.lines)
+    assert len(workers) == 2 and all(process_gone(pid) for pid in workers)
+    # Documented: ~1 s when the step fails at once; at most ~10.5 s (grace).
+    assert seconds < 30, seconds
+
+
+def test_ctrl_c_inside_a_long_step_ends_the_run_bounded_with_130():
+    # Each call trains for 60 s: Python's KeyboardInterrupt cannot get in
+    # until the call returns, so tpu_compat stops the pod after its grace.
+    chief = _Chief("300", "60")
+    chief.wait_for("calling: 1")
+    workers = _worker_pids(chief.process.pid)
+    time.sleep(2.0)  # inside the first call (tracing, then training)
+    chief.process.send_signal(signal.SIGINT)
+    code, seconds = chief.finish()
+    stderr = chief.stderr()
+    assert code == 130, stderr[-3000:]
+    assert "KeyboardInterrupt" in stderr
+    assert "tpu-compat: interrupted; the program is still inside a TensorFlow call" in stderr
+    assert "step: 1" not in "".join(chief.lines)
+    assert len(workers) == 2 and all(process_gone(pid) for pid in workers)
+    # Documented: 5 s grace + about a second.
+    assert seconds < 30, seconds
+
+
+def test_killed_chief_leaves_no_worker_behind():
+    chief = _Chief("120", "0.5")
+    chief.wait_for("step: 1")
+    workers = _worker_pids(chief.process.pid)
+    chief.process.kill()
+    chief.finish()
+    # Their stdin (a pipe from the chief) closes: each worker exits at once.
+    assert len(workers) == 2 and all(process_gone(pid, within=5) for pid in workers)
+
+
+pytest_plugins = ["pytester"]
+
+
+def test_marker_hosts_runs_the_test_on_a_pod_in_a_child(pytester, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", REPO_ROOT)
+    monkeypatch.delenv("TPU_COMPAT_NUM_HOSTS", raising=False)
+    pytester.makepyfile(test_on_pod="""
+        import os
+        import pytest
+
+        @pytest.mark.tpu_replicas(4, hosts=2)
+        def test_on_two_hosts(tpu_strategy, tpu_resolver, tpu_replicas):
+            assert os.environ["TPU_COMPAT_NUM_HOSTS"] == "2"
+            assert tpu_replicas == tpu_strategy.num_replicas_in_sync == 4
+            assert tpu_strategy.extended.num_hosts == 2
+            assert len(tpu_resolver.cluster_spec().as_dict()["worker"]) == 2
+    """)
+    result = pytester.runpytest_subprocess(*PLUGIN_ARGS, "-p", "no:cacheprovider", "-v",
+                                           timeout=START_TIMEOUT)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_on_two_hosts?replicas=4,hosts=2? PASSED*"])
+
+
+def _tf_config(addresses, kind, index):
+    return json.dumps({"cluster": {"worker": addresses},
+                       "task": {"type": kind, "index": index}})
+
+
+def test_tf_config_two_machine_recipe_on_loopback(tmp_path):
+    """docs/pods.md's recipe: a `tpu-compat worker` per machine, the program as chief."""
+    ports = [_held_port() for _ in range(2)]
+    addresses = [f"localhost:{sock.getsockname()[1]}" for sock in ports]
+    for sock in ports:
+        sock.close()
+    workers = [subprocess.Popen(
+        [sys.executable, "-m", "tpu_compat", "worker", "--cores", "2"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=subprocess_env(TF_CONFIG=_tf_config(addresses, "worker", index)), cwd=str(tmp_path))
+        for index in range(2)]
+    try:
+        for index, worker in enumerate(workers):
+            assert worker.stdout.readline().startswith(
+                f"tpu-compat worker {index} ready on {addresses[index]} (2 CPU cores)")
+        chief_env = {"TF_CONFIG": _tf_config(addresses, "chief", 0)}
+        result = run_cli("run", LONG_TRAINING, "1", env=chief_env, cwd=str(tmp_path))
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert "replicas: 4\nhosts: 2\ncluster_workers: 2\n" in result.stdout
+        assert "finished: 1" in result.stdout and "step: 1" in result.stdout
+
+        # A worker that is not (or no longer) there: named, within the timeout.
+        workers[1].send_signal(signal.SIGINT)
+        assert workers[1].wait(timeout=30) == 130
+        start = time.monotonic()
+        result = run_cli("run", LONG_TRAINING, "1", cwd=str(tmp_path),
+                         env=dict(chief_env, TPU_COMPAT_POD_TIMEOUT="2"))
+        elapsed = time.monotonic() - start
+        assert_one_error_line(
+            result, f"emulated pod: worker 1 ({addresses[1]}) is not reachable")
+        assert "TPU_COMPAT_POD_TIMEOUT=2 s" in result.stderr and "tpu-compat worker" in result.stderr
+        assert elapsed < 120, elapsed  # the chief's TF import + the timeout
+        # The remaining worker serves on: a real machine's worker outlives a chief.
+        assert workers[0].poll() is None
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.wait(timeout=30)
