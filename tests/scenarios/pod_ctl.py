@@ -160,9 +160,10 @@ def checkpoint_round_trip(strategy, model, optimizer, trained):
     for root, _, files in os.walk(FLAGS.model_dir):
         written += [os.path.relpath(os.path.join(root, name), FLAGS.model_dir) for name in files]
     pod_report.emit("CHECKPOINT_FILES", sorted(written))
-    # One data shard per process holding saved tensors: on a pod worker 0
-    # writes the variables (their primary copies are on its core 0) and the
-    # chief its save counter (docs/pods.md); one index names them all.
+    # One data shard per process holding saved tensors: on a pod, host 0
+    # holds them all (the variables' primary copies, and the save counter:
+    # connect_to_cluster(resolver) made host 0 the default device, as on a
+    # TPU pod), so one host writes the checkpoint.
     pod_report.emit("CHECKPOINT_DATA_SHARDS", sum(".data-" in name for name in written))
     pod_report.emit("SAVE_COUNTER_ON_CHIEF", int("/job:chief/" in checkpoint.save_counter.device))
     with strategy.scope():

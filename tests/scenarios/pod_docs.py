@@ -8,6 +8,7 @@ section; prints `KEY: number` lines, one per documented fact.
 
 usage: pod_docs.py MODEL_DIR
 """
+import glob
 import json
 import os
 import sys
@@ -213,17 +214,23 @@ except fidelity.TPUCompilationError:
 
 # -- checkpoints: written once, restored into every component ---------------------------------
 checkpoint = tf.train.Checkpoint(weights=weights)
-# The variables' tensors are written by worker 0 (their primary copies live
-# there), the save counter's by the chief: a path only the chief sees fails.
-# (The test runs the workers in another directory than the chief.)
+# The tensors are written by worker 0 (the variables' primary copies live
+# there, and after connect_to_cluster(resolver) the save counter too, as on a
+# TPU pod); the chief writes the `checkpoint` state file: a path only the
+# chief sees does not get the tensors. (The test runs the workers in another
+# directory, so a relative path names two places, as on two machines.)
 os.makedirs("chief_only", exist_ok=True)
 try:
     checkpoint.save(os.path.join("chief_only", "ckpt"))
-    report("CKPT_WORKER0_WRITES", False)
+    # Saved, but the tensors are on worker 0's side, not here.
+    report("CKPT_WORKER0_WRITES", not glob.glob(os.path.join("chief_only", "ckpt-*.index")))
 except tf.errors.NotFoundError as error:
-    report("CKPT_WORKER0_WRITES", "/job:worker/replica:0/task:0" in str(error))
-report("CKPT_CHIEF_WRITES", bool(tf.io.gfile.glob(os.path.join("chief_only", "*", "part-*"))))
+    # chief_only exists here: the writer that cannot find it is worker 0.
+    report("CKPT_WORKER0_WRITES", "chief_only" in str(error))
+report("CKPT_CHIEF_WRITES_TENSORS", bool(tf.io.gfile.glob(os.path.join("chief_only", "*", "part-*"))))
 path = checkpoint.save(os.path.join(MODEL_DIR, "ckpt"))
+report("CKPT_DATA_SHARDS", len([f for f in os.listdir(MODEL_DIR) if ".data-" in f]))
+report("CKPT_CHIEF_WRITES_STATE", os.path.exists(os.path.join(MODEL_DIR, "checkpoint")))
 saved = components[0].copy()
 with v1_strategy.scope():
     weights.assign(tf.zeros([4, 2]))
@@ -247,6 +254,11 @@ def summarized_steps():
 
 summarized_steps()
 writer.flush()
+# The writer lives on worker 0 (the default device after connect_to_cluster),
+# whose ops run asynchronously to this process: wait for them before reading
+# the file, as a TPU pod program must wait for its host.
+from tensorflow.python.eager import context  # noqa: E402
+context.async_wait()
 events = tf.io.gfile.glob(os.path.join(MODEL_DIR, "summaries", "events.*"))
 written = [float(tf.make_ndarray(value.tensor))
            for event_file in events

@@ -223,6 +223,34 @@ def _is_emulated(cluster_resolver):
     return False
 
 
+def _enter_pod_master_device(cluster_spec_or_resolver):
+    """On an emulated pod, the master host becomes the default device.
+
+    TensorFlow's connect, given a resolver with a ``master()``, enters the
+    master task's device scope: on a Cloud TPU pod every op the program does
+    not place (a checkpoint's save counter, eager arithmetic, a dataset made
+    outside ``scope()``) then runs on host 0, so a ``tf.train.Checkpoint`` is
+    written by that one host. The emulated pod's master is worker 0 (the
+    process itself joined the cluster as its chief); given a ClusterSpec,
+    TensorFlow leaves the default device alone, and so does this.
+    """
+    pod = pod_lib.current_pod()
+    if (pod is None or not isinstance(cluster_spec_or_resolver, TPUClusterResolver)
+            or not tf.executing_eagerly()):
+        return
+    from tensorflow.python.distribute import device_util  # pylint: disable=import-outside-toplevel
+    from tensorflow.python.framework import ops  # pylint: disable=import-outside-toplevel
+    master_device = device_util.canonicalize("/job:worker/replica:0/task:0")
+    current = device_util.current()
+    if current and device_util.canonicalize(current) != master_device:
+        raise ValueError(
+            f"`connect_to_cluster` is called inside existing device scope "
+            f"{current}, which is different from the master device scope "
+            f"{master_device} to enter. This is not allowed.")
+    if not current:
+        ops.device(master_device).__enter__()  # for the rest of the program, as TF does
+
+
 def connect_to_cluster(cluster_spec_or_resolver, job_name="localhost",
                        task_index=0, protocol=None,
                        make_master_device_default=True,
@@ -233,6 +261,8 @@ def connect_to_cluster(cluster_spec_or_resolver, job_name="localhost",
     """
     if (_is_emulated(cluster_spec_or_resolver)
             or _describes_emulated_tpu(cluster_spec_or_resolver)):
+        if make_master_device_default:
+            _enter_pod_master_device(cluster_spec_or_resolver)
         return None
     return _native_connect_to_cluster(
         cluster_spec_or_resolver, job_name=job_name, task_index=task_index,
