@@ -40,6 +40,36 @@ def case_run_in_function():
     return float(train_step())
 
 
+def _run_in_function(step):
+    data = tf.data.Dataset.from_tensor_slices(features).batch(GLOBAL_BATCH)
+    iterator = iter(strategy.experimental_distribute_dataset(data))
+
+    @tf.function
+    def train_step():
+        return strategy.reduce("SUM", strategy.run(step, args=(next(iterator),)), axis=None)
+
+    return float(train_step())
+
+
+def case_run_in_function_range_from_data():
+    def step(x):
+        count = tf.cast(tf.reduce_max(x), tf.int32) + 1
+        steps = tf.range(count)  # LINE run_in_function_range_from_data
+        return tf.reduce_sum(x) + tf.cast(tf.reduce_sum(steps), tf.float32)
+
+    return _run_in_function(step)
+
+
+def case_run_in_function_shapes():  # legitimate: must pass under tpu
+    def step(x):
+        flat = tf.reshape(x, [tf.shape(x)[0], -1])
+        hot = tf.one_hot(tf.cast(tf.argmax(x, axis=1), tf.int32), 10)
+        positions = tf.cast(tf.range(tf.shape(x)[0]), tf.float32)
+        return tf.reduce_sum(flat) + tf.reduce_sum(hot) + tf.reduce_sum(positions)
+
+    return _run_in_function(step)
+
+
 def _digit_count(x):
     text = tf.strings.as_string(x)  # LINE keras_fit_string
     return x + tf.cast(tf.strings.length(text), tf.float32)[:, :1] * 0.0
@@ -67,7 +97,8 @@ def case_keras_fit():  # legitimate: must pass under tpu
     return _fit(model)
 
 
-for case in [case_run_in_function, case_keras_fit_string, case_keras_fit]:
+for case in [case_run_in_function, case_run_in_function_range_from_data,
+             case_run_in_function_shapes, case_keras_fit_string, case_keras_fit]:
     name = case.__name__[len("case_"):]
     try:
         print(f"CASE {name}: ok {case()}")
