@@ -84,6 +84,10 @@ QUOTED = [
     ("Keras fit", r"\(b\) beats \(c\) by ([\d.]+)x", lambda r: r("(b) ") / r("(c) ")),
     ("Keras fit", r"speed-up is \*\*([\d.]+) %\*\*", lambda r: 100 * r("(a) ") / r("(b) ")),
     ("Keras fit", r"`steps_per_run=50` gains ([\d.]+)x", lambda r: r("(g50) ") / r("(g1) ")),
+    ("Fidelity tpu", r"Fidelity `tpu` costs ([\d.]+) % of the whole",
+     lambda r: 100 * (r("fidelity `tpu`") - r("fidelity `cpu`")) / r("fidelity `cpu`")),
+    ("Fidelity tpu", r"of\nwhich the check itself is ([\d.]+) %",
+     lambda r: 100 * r("`fidelity.check_ops` alone") / r("fidelity `cpu`")),
 ]
 
 
