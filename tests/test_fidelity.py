@@ -5,7 +5,9 @@ mode: soft device placement off, as in TF 2.21's v1 mode) covers every
 category and the compat.v1 ``steps_per_run`` loop; legitimate steps
 (boolean_mask + float64, outside_compilation, tf.while_loop) must pass under
 ``tpu``. A second one (fidelity_checks_tf2.py, TF 2.x) covers ``strategy.run``
-inside a tf.function and Keras ``model.fit``. One tpu.replicate parity run proves
+inside a tf.function, eager ``run``/``experimental_run_v2`` and Keras
+``model.fit``. Shapes XLA cannot bound are unit-tested in
+test_compile_time_constants.py. One tpu.replicate parity run proves
 a legitimate low-level program still passes.
 """
 
@@ -22,15 +24,23 @@ FAILING = {
     "print": ["PrintV2"],
     "summary": ["ScalarSummary"],
     "steps_per_run": ["AsString", "StringToNumber"],
+    # Shapes XLA cannot bound: a compile-time-constant input computed from data.
+    "fill_from_data": ["Fill"],
+    "range_from_data": ["Range"],
+    "reshape_from_data": ["Reshape"],
 }
 PASSING = ["boolean_mask_float64", "outside_compilation", "while",
-           "steps_per_run_legitimate"]
+           "steps_per_run_legitimate", "shapes_from_tf_shape"]
 # TF 2.x replica steps (fidelity_checks_tf2.py): case -> op types on its line.
 FAILING_TF2 = {
     "run_in_function": ["AsString"],
     "keras_fit_string": ["AsString"],
+    "run_in_function_range_from_data": ["Range"],
+    # Eager: a TPU traces an eager run into a tf.function and compiles it.
+    "eager_run_v2_plain": ["AsString"],
+    "eager_run_function": ["AsString"],
 }
-PASSING_TF2 = ["keras_fit"]
+PASSING_TF2 = ["keras_fit", "run_in_function_shapes", "eager_run_function_legitimate"]
 
 
 def _source_line(tag, scenario="fidelity_checks.py"):
@@ -89,6 +99,15 @@ def test_runs_on_cpu_fails_under_tpu_naming_op_and_line(runs, case):
     _assert_fails_only_under_tpu(runs, case, FAILING[case], "fidelity_checks.py")
 
 
+@pytest.mark.parametrize("case, argument", [
+    ("fill_from_data", "dims"), ("range_from_data", "limit"), ("reshape_from_data", "shape")])
+def test_unbounded_shape_names_the_input_and_the_fix(runs, case, argument):
+    text = "\n".join(runs["tpu"][case][1:])
+    assert f"its input `{argument}` is computed from tensor values" in text, text
+    assert "compile-time constant" in text and "tf.shape" in text, text
+    assert text.count("a TPU cannot compile op") == 1, text  # the cause alone, not its users
+
+
 @pytest.mark.parametrize("case", PASSING)
 def test_legitimate_steps_pass_under_tpu_with_the_same_result(runs, case):
     _assert_passes_with_the_same_result(runs, case)
@@ -100,7 +119,7 @@ def test_tf2_steps_run_on_cpu_fail_under_tpu_naming_op_and_line(runs_tf2, case):
 
 
 @pytest.mark.parametrize("case", PASSING_TF2)
-def test_tf2_keras_fit_passes_under_tpu_with_the_same_result(runs_tf2, case):
+def test_tf2_legitimate_steps_pass_under_tpu_with_the_same_result(runs_tf2, case):
     _assert_passes_with_the_same_result(runs_tf2, case)
 
 

@@ -57,7 +57,40 @@ def step_summary(x):
         return tf.reduce_sum(x)
 
 
+def _count(x):
+    """A size computed from the step's data: XLA cannot make it a constant."""
+    return tf.cast(tf.reduce_max(x), tf.int32) % 5 + 1
+
+
+def step_fill_from_data(x):
+    ones = tf.fill([_count(x)], 1.0)  # LINE fill_from_data
+    return tf.reduce_sum(x) + tf.reduce_sum(ones)
+
+
+def step_range_from_data(x):
+    steps = tf.range(_count(x))  # LINE range_from_data
+    return tf.reduce_sum(x) + tf.cast(tf.reduce_sum(steps), tf.float32)
+
+
+def step_reshape_from_data(x):
+    rows = tf.cast(tf.reduce_min(x) * 0.0 + 2.0, tf.int32)  # always 2, but from data
+    grid = tf.reshape(x, [rows, -1])  # LINE reshape_from_data
+    return tf.reduce_sum(grid[0])
+
+
 # Legitimate TPU programs: must pass under tpu fidelity.
+def step_shapes_from_tf_shape(x):
+    """Sizes from tf.shape/tf.size/constants: XLA folds them, a TPU compiles this."""
+    flat = tf.reshape(x, [tf.shape(x)[0], -1])
+    labels = tf.cast(tf.argmax(x, axis=1), tf.int32)
+    hot = tf.one_hot(labels, 10)
+    positions = tf.cast(tf.range(tf.shape(x)[0]), tf.float32)
+    zeros = tf.zeros(tf.shape(x)) + tf.zeros_like(x)
+    tiled = tf.tile(x, [tf.size(x) // tf.size(x), 2])
+    return (tf.reduce_sum(flat) + tf.reduce_sum(hot) + tf.reduce_sum(positions)
+            + tf.reduce_sum(zeros) + tf.reduce_sum(tiled))
+
+
 def step_boolean_mask_float64(x):
     masked = tf.boolean_mask(x, x > 1.0)  # data-dependent, but XLA bounds it
     return tf.cast(tf.reduce_sum(tf.cast(masked, tf.float64)), tf.float32)
@@ -76,8 +109,9 @@ def step_while(x):
 
 
 CASES = [step_py_function, step_numpy_function, step_string, step_unique_with_counts,
-         step_print, step_summary, step_boolean_mask_float64, step_outside_compilation,
-         step_while]
+         step_print, step_summary, step_fill_from_data, step_range_from_data,
+         step_reshape_from_data, step_boolean_mask_float64, step_outside_compilation,
+         step_while, step_shapes_from_tf_shape]
 
 data = tf.data.Dataset.from_tensor_slices(
     np.arange(64, dtype=np.float32).reshape(16, 4)).batch(8, drop_remainder=True)

@@ -1,5 +1,6 @@
-"""Fidelity scenario, TF 2.x replica steps: ``strategy.run`` in a tf.function
-and Keras ``model.fit``, under the TF 2.x TPUStrategy.
+"""Fidelity scenario, TF 2.x replica steps: ``strategy.run`` in a tf.function,
+eager ``run``/``experimental_run_v2`` (traced, as a TPU does) and Keras
+``model.fit``, under the TF 2.x TPUStrategy.
 
 Run under ``tpu-compat run`` (TF 2.x: the step functions are traced, so soft
 device placement is off) with ``--fidelity cpu`` or ``tpu``. Same output as
@@ -40,6 +41,74 @@ def case_run_in_function():
     return float(train_step())
 
 
+def _run_in_function(step):
+    data = tf.data.Dataset.from_tensor_slices(features).batch(GLOBAL_BATCH)
+    iterator = iter(strategy.experimental_distribute_dataset(data))
+
+    @tf.function
+    def train_step():
+        return strategy.reduce("SUM", strategy.run(step, args=(next(iterator),)), axis=None)
+
+    return float(train_step())
+
+
+def case_run_in_function_range_from_data():
+    def step(x):
+        count = tf.cast(tf.reduce_max(x), tf.int32) + 1
+        steps = tf.range(count)  # LINE run_in_function_range_from_data
+        return tf.reduce_sum(x) + tf.cast(tf.reduce_sum(steps), tf.float32)
+
+    return _run_in_function(step)
+
+
+def case_run_in_function_shapes():  # legitimate: must pass under tpu
+    def step(x):
+        flat = tf.reshape(x, [tf.shape(x)[0], -1])
+        hot = tf.one_hot(tf.cast(tf.argmax(x, axis=1), tf.int32), 10)
+        positions = tf.cast(tf.range(tf.shape(x)[0]), tf.float32)
+        return tf.reduce_sum(flat) + tf.reduce_sum(hot) + tf.reduce_sum(positions)
+
+    return _run_in_function(step)
+
+
+def _eager_input():
+    data = tf.data.Dataset.from_tensor_slices(features).batch(GLOBAL_BATCH)
+    return next(iter(strategy.experimental_distribute_dataset(data)))
+
+
+def _string_lengths(x):
+    text = tf.strings.as_string(x)  # LINE eager_run_v2_plain
+    return tf.reduce_sum(tf.cast(tf.strings.length(text), tf.float32))
+
+
+@tf.function
+def _string_lengths_function(x):
+    text = tf.strings.as_string(x)  # LINE eager_run_function
+    return tf.reduce_sum(tf.cast(tf.strings.length(text), tf.float32))
+
+
+@tf.function
+def _matmul_function(x):
+    return tf.reduce_sum(tf.matmul(x, tf.ones([4, 2])))
+
+
+def _eager_sum(per_replica):
+    return float(strategy.reduce("SUM", per_replica, axis=None))
+
+
+# Eager replica steps (TF 2.0-2.3 programs): a TPU traces and compiles them.
+def case_eager_run_v2_plain():
+    return _eager_sum(strategy.experimental_run_v2(_string_lengths, args=(_eager_input(),)))
+
+
+def case_eager_run_function():
+    return _eager_sum(strategy.run(_string_lengths_function, args=(_eager_input(),)))
+
+
+def case_eager_run_function_legitimate():  # must pass under tpu
+    return _eager_sum(strategy.run(_matmul_function, args=(_eager_input(),)))
+
+
 def _digit_count(x):
     text = tf.strings.as_string(x)  # LINE keras_fit_string
     return x + tf.cast(tf.strings.length(text), tf.float32)[:, :1] * 0.0
@@ -67,7 +136,9 @@ def case_keras_fit():  # legitimate: must pass under tpu
     return _fit(model)
 
 
-for case in [case_run_in_function, case_keras_fit_string, case_keras_fit]:
+for case in [case_run_in_function, case_run_in_function_range_from_data,
+             case_run_in_function_shapes, case_eager_run_v2_plain, case_eager_run_function,
+             case_eager_run_function_legitimate, case_keras_fit_string, case_keras_fit]:
     name = case.__name__[len("case_"):]
     try:
         print(f"CASE {name}: ok {case()}")

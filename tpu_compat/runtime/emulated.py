@@ -14,6 +14,7 @@ TPU runtime.
 """
 
 import functools
+import weakref
 
 from tensorflow.python.distribute import cross_device_ops as cross_device_ops_lib
 from tensorflow.python.distribute import device_util
@@ -184,16 +185,46 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
         # re-wraps those and traces their Python function per replica.
         if not isinstance(fn, def_function.Function):
             fn = _with_number_of_shards(fn, self._num_replicas_in_sync)
-        if not fidelity.enabled() or ops.executing_eagerly_outside_functions() \
-                and not ops.inside_function():  # eager: nothing is compiled
+        if not fidelity.enabled():
             return super()._call_for_each_replica(fn, args, kwargs)
-        # Fidelity tpu: the ops every replica (and its merge_calls) created
-        # are checked as the TPU compiler would, before any step runs.
+        if ops.executing_eagerly_outside_functions() and not ops.inside_function():
+            if isinstance(fn, def_function.Function) and not fn._jit_compile:  # pylint: disable=protected-access
+                return self._checked_trace(fn)(*args, **kwargs)
+            # A plain function reaching here eagerly runs op by op (the
+            # adapters trace theirs first); nothing is compiled.
+            return super()._call_for_each_replica(fn, args, kwargs)
+        return self._checked_call(fn, args, kwargs)
+
+    def _checked_call(self, fn, args, kwargs):
+        """Fidelity tpu: the ops every replica (and its merge_calls) created are
+        checked as the TPU compiler would, before any step runs."""
         graph = ops.get_default_graph()
         before = len(graph.get_operations())
         result = super()._call_for_each_replica(fn, args, kwargs)
         fidelity.check_ops(graph.get_operations()[before:], graph)
         return result
+
+    def _checked_trace(self, function):
+        """An eager ``run`` of a ``tf.function``, traced with its replicas checked.
+
+        A TPU traces it into one compiled program (TF 2.x ``TPUExtended.
+        _tpu_function_creator`` wraps every eager run in a ``tf.function``).
+        MirroredStrategy traces it too, but in a clone of ``function`` whose
+        replicas it builds itself (mirrored_run.call_for_each_replica), out of
+        this hook's sight. This clone does the same through the check; cached
+        per function as Mirrored's is, so later calls reuse the trace.
+        """
+        cache = self.__dict__.setdefault("_fidelity_traces", weakref.WeakKeyDictionary())
+        traced = cache.get(function)
+        if traced is None:
+            python_function = function.python_function
+
+            def checked_replicas(*args, **kwargs):
+                return self._checked_call(python_function, args, kwargs)
+
+            traced = function._clone(python_function=checked_replicas)  # pylint: disable=protected-access
+            cache[function] = traced
+        return traced
 
     @property
     def input_host_devices(self):

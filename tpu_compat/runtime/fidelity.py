@@ -22,9 +22,16 @@ traced, before any step runs, against what TF 2.21 would do with them:
 * Ops inside ``outside_compilation`` and the input pipeline (iterators,
   optionals, function arguments) run on the host, as on a TPU.
 
-Data-dependent shapes are not flagged by themselves: XLA bounds ``Where``,
-``Unique``, ``boolean_mask``, ``DynamicPartition``... (they have XLA kernels);
-an op that cannot be bounded has no XLA kernel and is caught by the registry.
+* Shapes XLA cannot bound: an input XLA must know at compile time (Reshape's
+  ``shape``, Fill's ``dims``, Range's bounds, OneHot's ``depth``...: the
+  ``CompileTimeConstantInput`` registrations of tf2xla, tabled with their
+  sources in :mod:`tpu_compat.runtime.compile_time_constants`) that the step
+  computes from tensor *values* -- its inputs, variables, random numbers --
+  rather than from constants and ``tf.shape``/``tf.size``/``tf.rank``, which
+  XLA folds or bounds. Data-dependent *output* shapes are not flagged: XLA
+  bounds ``Where``, ``Unique``, ``boolean_mask``, ``DynamicPartition``...
+  (they have XLA kernels); an op that cannot be bounded has no XLA kernel and
+  is caught by the registry.
 """
 
 import os
@@ -38,6 +45,7 @@ from tensorflow.python.framework import kernels
 from tensorflow.python.framework import ops
 
 from tpu_compat import _config, deprecation
+from tpu_compat.runtime import compile_time_constants
 
 __all__ = ["TPUCompilationError", "check_ops", "enabled", "mark_host_ops"]
 
@@ -182,17 +190,28 @@ def _function_graphs(op, graph):
             yield function_graph
 
 
-def _offenders(op_list, graph, seen_graphs):
+def _unbounded_shape_problem(op, dependence):
+    """Why XLA cannot make ``op``'s compile-time-constant inputs constant, or None."""
+    for name, tensor in compile_time_constants.constant_inputs(op):
+        if dependence.from_data(tensor):
+            return (f"its input `{name}` is computed from tensor values, so XLA "
+                    f"cannot make it a compile-time constant (data-dependent shape)")
+    return None
+
+
+def _offenders(op_list, graph, seen_graphs, dependence):
     for op in op_list:
         if op.type in _V1_CONTROL_FLOW or _is_host_op(op):
             continue
-        problem = _compile_problem(op)
+        problem = _compile_problem(op) or _unbounded_shape_problem(op, dependence)
         if problem:
             yield op, problem
         for inner in _function_graphs(op, graph):
             if id(inner) not in seen_graphs:
                 seen_graphs.add(id(inner))
-                yield from _offenders(inner.get_operations(), inner, seen_graphs)
+                dependence.bind(inner, op)
+                yield from _offenders(inner.get_operations(), inner, seen_graphs,
+                                      dependence)
 
 
 # -- the user's line -------------------------------------------------------------
@@ -218,6 +237,8 @@ def _user_location(op):
 
 
 _FIXES = {
+    "shape": "give it a static shape: compute the size from tf.shape or a Python "
+             "constant, or move it to the input pipeline (dataset.map)",
     "string": "move the string processing into the input pipeline (dataset.map) "
               "or wrap it in tf.compat.v1.tpu.outside_compilation",
     "default": "move it into the input pipeline (dataset.map) or the host "
@@ -228,7 +249,9 @@ _FIXES = {
 
 def _message(op, problem):
     filename, lineno = _user_location(op)
-    fix = _FIXES["string" if "string" in problem else "default"]
+    kind = ("shape" if "compile-time constant" in problem
+            else "string" if "string" in problem else "default")
+    fix = _FIXES[kind]
     return (f"{filename}:{lineno}: a TPU cannot compile op {op.type} "
             f"({op.name}) in a replica step: {problem}. Fix: {fix}.")
 
@@ -244,7 +267,8 @@ def check_ops(op_list, graph):
         return
     _ensure_xla_kernels_registered()
     messages = []
-    for op, problem in _offenders(op_list, graph, set()):
+    dependence = compile_time_constants.ValueDependence()
+    for op, problem in _offenders(op_list, graph, set(), dependence):
         message = _message(op, problem)
         key = message.split(" (", 1)[0]  # one line per op type and user line
         if all(not m.startswith(key) for m in messages):
