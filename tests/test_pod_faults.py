@@ -5,7 +5,7 @@ its worker processes): a worker that never comes up, a port that is taken
 (given, or picked and then lost), a worker killed mid-run, Ctrl-C during a
 long step, the chief killed, the two-machine TF_CONFIG recipe on loopback,
 and the pytest marker's ``hosts=`` end to end. The time bounds asserted are the documented ones
-(docs/_pods_faults_section.md) with a wide margin for a loaded CI machine.
+(docs/pods.md, Faults) with a wide margin for a loaded CI machine.
 """
 
 import json
