@@ -15,7 +15,17 @@ from tpu_compat.runtime import compile_time_constants as ctc
 from tpu_compat.runtime import fidelity
 
 SPEC = tf.TensorSpec([4, 4], tf.float32)
-LIMIT = tf.constant(3)  # an eager value the functions capture
+# In process, after the session's 8-core layout: a module-level eager value
+# would initialize TensorFlow's devices at collection time, with one CPU.
+pytestmark = pytest.mark.usefixtures("tpu8")
+_captured = []
+
+
+def _limit():
+    """An eager value the functions capture (made on first use)."""
+    if not _captured:
+        _captured.append(tf.constant(3))
+    return _captured[0]
 
 
 def _from_data(fn, op_type):
@@ -48,7 +58,7 @@ def _count(x):
      {"start": False, "limit": False, "delta": False}),
     (lambda x: tf.one_hot(tf.cast(x[0], tf.int32), 10), "OneHot", {"depth": False}),
     (lambda x: tf.fill([tf.size(x), tf.rank(x)], 1.0), "Fill", {"dims": False}),
-    (lambda x: tf.range(LIMIT), "Range", {"start": False, "limit": False, "delta": False}),
+    (lambda x: tf.range(_limit()), "Range", {"start": False, "limit": False, "delta": False}),
     (lambda x: tf.range(tf.minimum(_count(x), 10)), "Range",
      {"start": False, "limit": False, "delta": False}),
     # From the step's values: a TPU cannot compile these.

@@ -130,8 +130,9 @@ def test_dataset_pinned_to_one_host_is_refused_on_a_pod(runs, hosts):
     assert runs("ctl", hosts).numbers["PINNED_DATASET_REFUSED"] == (hosts > 1)
 
 
-def test_host_device_names_on_a_pod(monkeypatch):
+def test_host_device_names_on_a_pod(monkeypatch, tpu8):
     """A pod's `/job:worker/task:h` and `TPU:k` names mean host h and its core k."""
+    del tpu8  # devices are listed: the session's layout must come first
     from tpu_compat.runtime import backend as backend_lib  # pylint: disable=import-outside-toplevel
     from tpu_compat.runtime import devices  # pylint: disable=import-outside-toplevel
     cores = tuple(f"/job:worker/replica:0/task:{i // 4}/device:CPU:{i % 4}" for i in range(8))
