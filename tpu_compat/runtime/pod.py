@@ -334,7 +334,16 @@ def _await_reachable(addresses, timeout):
 
 # -- connecting ---------------------------------------------------------------
 
+# TF's eager client streams remote ops asynchronously by default; measured on
+# TF 2.21, a read right after a remote assign (tf.train.Checkpoint.save's save
+# counter on worker 0) then sometimes fails with "Unable to find the relevant
+# tensor remote_handle", and TF's own message advises turning streaming off.
+# Read once, when the first eager client is made, so it is set before connecting.
+_STREAMING_VAR = "TF_ENABLE_EAGER_CLIENT_STREAMING_ENQUEUE"
+
+
 def _connect(addresses):
+    os.environ.setdefault(_STREAMING_VAR, "False")
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     from tpu_compat.runtime import resolver  # pylint: disable=import-outside-toplevel
     # TF's own connect (the routed one would treat the emulated pod as local):
