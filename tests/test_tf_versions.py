@@ -180,3 +180,18 @@ def test_docs_state_the_proven_range(matrix):
             text = " ".join(stream.read().split()).replace("*", "")
         assert f"TensorFlow {low} to {high}" in text, path
         assert _range_words(p_low, p_high, "Python") in text, path
+
+
+def test_install_doc_states_where_pip_finds_no_wheel(matrix):
+    # "Python 3.12 needs TF 2.16 or newer": the grid has no wheel for the
+    # minor below and a cell with a wheel at that minor.
+    results = matrix.load_results(matrix.DEFAULT_JSON)
+    with open(os.path.join(REPO_ROOT, "docs", "install.md"), encoding="utf-8") as stream:
+        text = " ".join(stream.read().split())
+    claims = re.findall(r"Python (3\.\d+) needs TF (2\.\d+) or newer", text)
+    claims += re.findall(r"Python (3\.\d+) TF (2\.\d+) or newer", text)
+    assert len(claims) == 2, claims
+    for python, oldest in claims:
+        below = f"2.{_minor(oldest)[1] - 1}"
+        assert results[(python, below)]["result"] == "no wheel", (python, below)
+        assert results.get((python, oldest), {}).get("result") != "no wheel", (python, oldest)
