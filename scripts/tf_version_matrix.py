@@ -1,34 +1,41 @@
 #!/usr/bin/env python3
-"""Prove which TensorFlow versions tpu_compat supports, and write docs/tf_versions.md.
+"""Prove which Python and TensorFlow versions tpu_compat supports; write docs/tf_versions.md.
 
-For each TensorFlow version given (``2.16`` means the newest 2.16.x), this
-script:
+For each cell (Python X.Y, TensorFlow X.Y) given (``2.16`` means the newest
+2.16.x), this script:
 
 1. snapshots the checkout (so editing it during a long run changes nothing);
-2. builds a fresh venv with ``tensorflow-cpu`` of that version from the
-   package registry, the matching ``tf-keras`` (``--no-deps``: its metadata
-   requires the ``tensorflow`` distribution, which would be a second copy of
-   TensorFlow next to ``tensorflow-cpu``) and the snapshot with its ``[test]``
-   extra; then checks that exactly one TensorFlow distribution is installed;
-3. runs the representative subset: the seed-example tests (1/2/8 replicas),
-   the parity scenarios, the Keras tests, and ``tpu-compat regress examples
-   --check``;
-4. records the outcome in ``docs/tf_versions.json`` (one entry per TF minor,
-   merged with earlier runs, so versions can be run one at a time) and
-   renders ``docs/tf_versions.md`` from it.
+2. builds a fresh venv from that Python's interpreter (``--python 3.12`` finds
+   pyenv's newest 3.12.x, or ``python3.12`` on PATH; a path to an interpreter
+   also works) and asks its pip which ``tensorflow-cpu`` releases it can
+   install: a cell with none of that minor is recorded as "no wheel";
+3. installs ``tensorflow-cpu`` of that version from the package registry, the
+   matching ``tf-keras`` (``--no-deps``: its metadata requires the
+   ``tensorflow`` distribution, which would be a second copy of TensorFlow
+   next to ``tensorflow-cpu``) and the snapshot with its ``[test]`` extra;
+   then checks that exactly one TensorFlow distribution is installed;
+4. runs the representative subset: the seed-example tests (1/2/8 replicas)
+   with the estimator-choice test, the parity scenarios, the Keras tests, and
+   ``tpu-compat regress examples --check``;
+5. records the outcome in ``docs/tf_versions.json`` (one entry per cell,
+   merged with earlier runs, so cells can be run a few at a time) and renders
+   ``docs/tf_versions.md`` from it: a Python x TensorFlow grid, then one row
+   per cell run.
 
 It is run by hand before a release (CI tests only the newest TensorFlow):
 
-    nice -n 19 python scripts/tf_version_matrix.py 2.21 2.20 2.19 2.18 2.17 2.16 --jobs 2
+    nice -n 19 python scripts/tf_version_matrix.py 2.21 2.20 --python 3.10,3.11,3.12,3.13
 
+Cells run in order: each TensorFlow version in turn, each Python in turn.
 ``--render-only`` rewrites the Markdown from the JSON without running anything.
-Each version needs about 1.5 GB of disk for its venv and, on two busy
-cores with ``--jobs 2``, about 20 minutes; ``--keep-venvs`` keeps the venvs
-under ``--venvs``.
+Each cell needs about 1.5 GB of disk for its venv and, on two busy cores,
+15 to 30 minutes; ``--keep-venvs`` keeps the venvs under ``--venvs``. The
+pip cache is shared by the cells, so each wheel downloads once.
 """
 
 import argparse
 import datetime
+import glob
 import json
 import os
 import platform
@@ -53,8 +60,10 @@ TF_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-tpu",
 # The representative subset (issue 14): name -> command run in the snapshot
 # with the venv's interpreter. Each pytest step is one pytest process.
 STEPS = (
+    # test_estimator_choice.py runs only where tensorflow_estimator is
+    # installed (TF 2.15 and older): which Estimator a TPU program gets there.
     ("seed examples", ["-m", "pytest", "-q", "-p", "no:cacheprovider",
-                       "tests/test_seed_examples.py"]),
+                       "tests/test_seed_examples.py", "tests/test_estimator_choice.py"]),
     ("parity", ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_parity.py"]),
     ("keras", ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_keras.py"]),
     ("regress --check", ["-m", "tpu_compat", "regress", "examples", "--check",
@@ -67,6 +76,10 @@ PIP_TIMEOUT_SECONDS = 3600
 # Columns of the generated table (the test in tests/test_tf_versions.py reads
 # the table back with these names).
 COLUMNS = ("TensorFlow", "tf-keras", "keras", "Python", "result") + STEP_NAMES + ("notes",)
+
+# The Pythons the grid always shows (a cell not run says so).
+PYTHONS = ("3.10", "3.11", "3.12", "3.13")
+NO_WHEEL = "no wheel"
 
 _SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed)")
 _VERSION_ARG = re.compile(r"^\d+\.\d+$")
@@ -134,17 +147,55 @@ def _failure_excerpt(output, limit=160):
     return "see the log"
 
 
+def _minor_key(minor):
+    return tuple(map(int, minor.split(".")))
+
+
+def find_interpreter(python):
+    """The interpreter for PYTHON: a path, or X.Y (pyenv's newest X.Y.z, else pythonX.Y)."""
+    if not _VERSION_ARG.match(python):
+        return python if os.path.isfile(python) else None
+    root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    found = [path for path in glob.glob(os.path.join(root, "versions", f"{python}.*", "bin", "python"))
+             if re.fullmatch(r"\d+", path.split(os.sep)[-3].split(".")[-1])]
+    if found:
+        return max(found, key=lambda path: int(path.split(os.sep)[-3].split(".")[-1]))
+    return shutil.which(f"python{python}")
+
+
+def python_version_of(interpreter):
+    return subprocess.run([interpreter, "-c", "import platform; print(platform.python_version())"],
+                          capture_output=True, text=True, check=False).stdout.strip()
+
+
+def available_releases(vpython, distribution, log_file):
+    """The releases of DISTRIBUTION that the venv's pip can install (asks the registry)."""
+    code, output = _run([vpython, "-m", "pip", "index", "versions", distribution],
+                        timeout=PIP_TIMEOUT_SECONDS, log_file=log_file)
+    if code != 0:
+        if "No matching distribution found" in output:
+            return []
+        return None  # pip or the registry failed: not the same as "no wheel"
+    for line in output.splitlines():
+        if line.startswith("Available versions:"):
+            return [v.strip() for v in line.split(":", 1)[1].split(",") if v.strip()]
+    return None
+
+
 def build_venv(version, venv, source, log_file, python):
     """Fresh venv with tensorflow-cpu VERSION.*, matching tf-keras, tpu_compat[test].
 
-    Returns (ok, note, versions).
+    Returns (status, note, versions): status is "ok", NO_WHEEL or "install failed".
     """
     if venv.exists():
         shutil.rmtree(venv)
     code, output = _run([python, "-m", "venv", str(venv)], timeout=600, log_file=log_file)
     if code != 0:
-        return False, f"venv failed: {_failure_excerpt(output)}", {}
+        return "install failed", f"venv failed: {_failure_excerpt(output)}", {}
     vpython = str(venv / "bin" / "python")
+    releases = available_releases(vpython, "tensorflow-cpu", log_file)
+    if releases is not None and not any(r.startswith(f"{version}.") for r in releases):
+        return NO_WHEEL, f"pip finds no tensorflow-cpu {version}.* for this Python", {}
     pip = [vpython, "-m", "pip", "install", "--progress-bar", "off"]
     for step in (
             pip + [f"tensorflow-cpu=={version}.*"],
@@ -152,44 +203,49 @@ def build_venv(version, venv, source, log_file, python):
             # asks for the `tensorflow` distribution, not tensorflow-cpu.
             pip + ["--no-deps", f"tf-keras=={version}.*"],
             # The base install must leave TensorFlow alone: no TF extra here.
-            pip + [f"{source}[test]"]):
+            # --ignore-requires-python: python_requires is what the matrix
+            # proves, so it cannot decide which Pythons the matrix tries.
+            pip + ["--ignore-requires-python", f"{source}[test]"]):
         code, output = _run(step, timeout=PIP_TIMEOUT_SECONDS, log_file=log_file)
         if code != 0:
-            return False, f"pip failed: {_failure_excerpt(output)}", {}
+            return "install failed", f"pip failed: {_failure_excerpt(output)}", {}
     versions = installed_distributions(vpython)
     tensorflows = sorted(name for name in TF_DISTRIBUTIONS if name in versions)
     if tensorflows != ["tensorflow-cpu"]:
-        return False, f"TensorFlow distributions after install: {tensorflows}", versions
-    return True, "", versions
+        return ("install failed", f"TensorFlow distributions after install: {tensorflows}",
+                versions)
+    return "ok", "", versions
 
 
-def run_version(version, args):
-    """Runs the subset against TF VERSION; returns its result entry."""
-    work = Path(tempfile.mkdtemp(prefix=f"tf{version}_matrix_"))
+def run_cell(python_minor, version, args):
+    """Runs the subset against TF VERSION on Python PYTHON_MINOR; returns its entry."""
+    interpreter = args.interpreters[python_minor]
+    cell = f"py{python_minor}-tf{version}"
+    work = Path(tempfile.mkdtemp(prefix=f"{cell}_matrix_"))
     # Not named tpu_compat: the seed tests tell tpu_compat's frames in a
     # traceback by a "/tpu_compat/" path component.
     source = work / "checkout"
-    log_file = Path(args.logs) / f"tf{version}.log"
+    log_file = Path(args.logs) / f"{cell}.log"
     log_file.parent.mkdir(parents=True, exist_ok=True)
-    log_file.write_text(f"TensorFlow {version} matrix run, {datetime.datetime.now()}\n",
-                        encoding="utf-8")
+    log_file.write_text(f"Python {python_minor}, TensorFlow {version} matrix run, "
+                        f"{datetime.datetime.now()}\n", encoding="utf-8")
     commit = snapshot_checkout(source)
-    venv = Path(args.venvs) / f"tf{version}"
-    entry = {"tf_minor": version, "commit": commit,
-             "date": datetime.date.today().isoformat(), "steps": {}, "notes": []}
-    _log(f"TF {version}: building {venv} (log: {log_file})")
+    venv = Path(args.venvs) / cell
+    entry = {"python_minor": python_minor, "tf_minor": version, "commit": commit,
+             "date": datetime.date.today().isoformat(), "steps": {}, "notes": [],
+             "python": python_version_of(interpreter)}
+    _log(f"{cell}: building {venv} (log: {log_file})")
     started = time.monotonic()
-    ok, note, versions = build_venv(version, venv, source, log_file, args.python)
+    status, note, versions = build_venv(version, venv, source, log_file, interpreter)
     entry["install_seconds"] = round(time.monotonic() - started)
     entry.update(tensorflow=versions.get("tensorflow-cpu", ""),
                  tf_keras=versions.get("tf-keras", ""), keras=versions.get("keras", ""))
-    entry["python"] = platform.python_version() if args.python == sys.executable else (
-        subprocess.run([args.python, "-c", "import platform; print(platform.python_version())"],
-                       capture_output=True, text=True, check=False).stdout.strip())
-    if not ok:
-        entry["result"] = "install failed"
+    if status != "ok":
+        entry["result"] = status
         entry["notes"].append(note)
-        _log(f"TF {version}: {note}")
+        _log(f"{cell}: {note}")
+        shutil.rmtree(venv, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
         return entry
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONDONTWRITEBYTECODE="1")
     for name in ("TPU_NAME", "TPU_COMPAT_BACKEND", "TPU_COMPAT_NUM_REPLICAS",
@@ -201,7 +257,7 @@ def run_version(version, args):
             continue
         if "pytest" in command and args.jobs > 1:
             command = command + ["-n", str(args.jobs)]
-        _log(f"TF {version}: {name} ...")
+        _log(f"{cell}: {name} ...")
         started = time.monotonic()
         code, output = _run([vpython] + command, cwd=source, env=env,
                             timeout=STEP_TIMEOUT_SECONDS, log_file=log_file)
@@ -211,8 +267,7 @@ def run_version(version, args):
         entry["steps"][name] = {"passed": passed, "summary": summary, "seconds": seconds}
         if not passed:
             entry["notes"].append(f"{name}: {_failure_excerpt(output)}")
-        _log(f"TF {version}: {name} {'passed' if passed else 'FAILED'} "
-             f"{summary} ({seconds}s)")
+        _log(f"{cell}: {name} {'passed' if passed else 'FAILED'} {summary} ({seconds}s)")
     ran_all = set(entry["steps"]) == set(STEP_NAMES)
     all_passed = all(step["passed"] for step in entry["steps"].values())
     entry["result"] = ("pass" if all_passed and ran_all else
@@ -223,32 +278,95 @@ def run_version(version, args):
     return entry
 
 
+def _python_minor(entry):
+    # Entries written before the Python axis have only the full version.
+    return entry.get("python_minor") or ".".join(entry["python"].split(".")[:2])
+
+
 def load_results(path):
+    """{(python minor, TF minor): entry} from the results file."""
     if not Path(path).exists():
         return {}
-    return {entry["tf_minor"]: entry for entry in json.loads(Path(path).read_text())["versions"]}
+    return {(_python_minor(entry), entry["tf_minor"]): entry
+            for entry in json.loads(Path(path).read_text())["cells"]}
 
 
 def save_results(path, entry):
     """Adds ENTRY to the results file (re-read first: other runs may have written it)."""
     results = load_results(path)
-    results[entry["tf_minor"]] = entry
-    ordered = sorted(results.values(), key=lambda e: tuple(map(int, e["tf_minor"].split("."))))
-    Path(path).write_text(json.dumps({"versions": ordered}, indent=2) + "\n", encoding="utf-8")
+    entry = dict(entry, python_minor=_python_minor(entry))
+    results[(entry["python_minor"], entry["tf_minor"])] = entry
+    ordered = [results[key] for key in sorted(
+        results, key=lambda key: (_minor_key(key[1]), _minor_key(key[0])))]
+    Path(path).write_text(json.dumps({"cells": ordered}, indent=2) + "\n", encoding="utf-8")
     return results
 
 
+def supported(results):
+    """The claim setup.cfg can make: ((low, high) Python, (low, high) TF) or None.
+
+    python_requires and the extras' TF bounds together claim a rectangle of
+    cells, so this is the rectangle of consecutive Pythons and consecutive TF
+    minors in which every cell passed or has no wheel (pip then never pairs
+    them), each Python and each TF minor with at least one pass, and the most
+    passing cells (ties: the newer TF, then more Pythons). A cell not run or
+    failed is never inside it.
+    """
+    pythons = sorted({p for p, _ in results}, key=_minor_key)
+    tfs = sorted({t for _, t in results}, key=_minor_key)
+    best, best_key = None, None
+    for i, p_low in enumerate(pythons):
+        for p_high in pythons[i:]:
+            rows = [p for p in pythons if _minor_key(p_low) <= _minor_key(p) <= _minor_key(p_high)]
+            if not _consecutive(rows):
+                continue
+            for j, t_low in enumerate(tfs):
+                for t_high in tfs[j:]:
+                    cols = [t for t in tfs if _minor_key(t_low) <= _minor_key(t) <= _minor_key(t_high)]
+                    if not _consecutive(cols):
+                        continue
+                    status = {(p, t): results.get((p, t), {}).get("result", "not run")
+                              for p in rows for t in cols}
+                    if any(s not in ("pass", NO_WHEEL) for s in status.values()):
+                        continue
+                    if not (all(any(status[p, t] == "pass" for t in cols) for p in rows) and
+                            all(any(status[p, t] == "pass" for p in rows) for t in cols)):
+                        continue
+                    passes = sum(s == "pass" for s in status.values())
+                    key = (passes, _minor_key(t_high), len(rows))
+                    if best_key is None or key > best_key:
+                        best, best_key = ((p_low, p_high), (t_low, t_high)), key
+    return best
+
+
+def _consecutive(minors):
+    keys = [_minor_key(m) for m in minors]
+    return all(b == (a[0], a[1] + 1) for a, b in zip(keys, keys[1:]))
+
+
 def proven_range(results):
-    """(lowest, highest) TF minor of the contiguous passing run ending at the newest pass."""
-    passing = sorted((tuple(map(int, v.split("."))) for v, e in results.items()
-                      if e["result"] == "pass"))
-    if not passing:
-        return None
-    high = passing[-1]
-    low = high
-    while (low[0], low[1] - 1) in passing:
-        low = (low[0], low[1] - 1)
-    return f"{low[0]}.{low[1]}", f"{high[0]}.{high[1]}"
+    """(lowest, highest) TF minor that setup.cfg claims (see :func:`supported`)."""
+    claim = supported(results)
+    return claim[1] if claim else None
+
+
+def proven_pythons(results):
+    """(lowest, highest) Python minor that setup.cfg claims (see :func:`supported`)."""
+    claim = supported(results)
+    return claim[0] if claim else None
+
+
+def grid_cell(entry):
+    """One cell of the Python x TF grid: the result and, if failed, the failing checks."""
+    if entry is None:
+        return "not run"
+    result = entry["result"]
+    if result == "fail":
+        failed = [name for name, step in entry["steps"].items() if not step["passed"]]
+        return "FAIL: " + ", ".join(failed)
+    if result == "install failed":
+        return "FAIL: install"
+    return result
 
 
 def _cell(text):
@@ -257,30 +375,48 @@ def _cell(text):
 
 def render_markdown(results):
     lines = [
-        "# TensorFlow versions",
+        "# Python and TensorFlow versions",
         "",
         "<!-- Generated by scripts/tf_version_matrix.py from docs/tf_versions.json; "
         "do not edit by hand. -->",
         "",
-        "Each row is one run of `scripts/tf_version_matrix.py`: a fresh venv with "
-        "`tensorflow-cpu` of that minor version from PyPI, the matching `tf-keras` "
-        "(`--no-deps`), and tpu_compat with its `[test]` extra; then the seed-example "
-        "tests (1, 2 and 8 replicas), the parity scenarios, the Keras tests and "
-        "`tpu-compat regress examples --check`. Cells give pytest's counts and the "
-        "wall-clock time, which depends on the machine (the runs below: two cores "
-        "shared with other work, `nice -n 19`, `--jobs 2`).",
+        "Each cell is one run of `scripts/tf_version_matrix.py`: a fresh venv made "
+        "from that Python (pyenv's interpreter) with `tensorflow-cpu` of that minor "
+        "version from PyPI, the matching `tf-keras` (`--no-deps`), and tpu_compat with "
+        "its `[test]` extra; then the seed-example tests (1, 2 and 8 replicas) with the "
+        "estimator-choice test (it runs only where `tensorflow_estimator` is installed: "
+        "TF 2.15), the parity scenarios, the Keras tests and "
+        "`tpu-compat regress examples --check`. \"no wheel\": pip, asked in that "
+        "venv, finds no `tensorflow-cpu` of that minor for that Python. \"not run\": "
+        "not tried yet, so not claimed.",
         "",
     ]
-    supported = proven_range(results)
-    if supported:
-        lines += [f"Proven range: TensorFlow **{supported[0]} to {supported[1]}** "
-                  f"(`tensorflow>={supported[0]},<{_next_minor(supported[1])}` in setup.cfg).",
-                  ""]
+    claim = supported(results)
+    if claim:
+        (p_low, p_high), (t_low, t_high) = claim
+        lines += [f"Proven: Python **{p_low} to {p_high}** with TensorFlow **{t_low} to "
+                  f"{t_high}**, every cell with a wheel passing (`python_requires = "
+                  f">={p_low},<{_next_minor(p_high)}` and `tensorflow>={t_low},"
+                  f"<{_next_minor(t_high)}` in setup.cfg). Passing cells outside that "
+                  f"range are proven too, but setup.cfg cannot say so without also "
+                  f"claiming cells that were not run or failed.", ""]
+    tfs = sorted({t for _, t in results}, key=_minor_key)
+    pythons = sorted({p for p, _ in results} | set(PYTHONS), key=_minor_key)
+    lines += ["| Python | " + " | ".join(f"TF {t}" for t in tfs) + " |",
+              "|---|" + "|".join("---" for _ in tfs) + "|"]
+    for python in pythons:
+        lines.append(f"| {python} | " + " | ".join(
+            grid_cell(results.get((python, t))) for t in tfs) + " |")
+    lines += ["", "One row per cell that was run (pytest's counts and the wall-clock time, "
+              "which depends on the machine: two cores shared with other work, "
+              "`nice -n 19`; the notes give one line per failing check):", ""]
     lines += ["| " + " | ".join(COLUMNS) + " |",
               "|" + "|".join("---" for _ in COLUMNS) + "|"]
-    for minor in sorted(results, key=lambda v: tuple(map(int, v.split(".")))):
-        entry = results[minor]
-        cells = [entry.get("tensorflow") or minor, entry.get("tf_keras") or "—",
+    for key in sorted(results, key=lambda k: (_minor_key(k[1]), _minor_key(k[0]))):
+        entry = results[key]
+        if entry["result"] == NO_WHEEL:
+            continue
+        cells = [entry.get("tensorflow") or entry["tf_minor"], entry.get("tf_keras") or "—",
                  entry.get("keras") or "—", entry.get("python") or "—", entry["result"]]
         for name in STEP_NAMES:
             step = entry["steps"].get(name)
@@ -297,18 +433,19 @@ def render_markdown(results):
         "",
         "CI runs the whole test suite on the newest TensorFlow only (its time budget). "
         "Before a release, run the matrix by hand (newest first: if it is stopped, "
-        "the versions done still form a range) and commit docs/tf_versions.json "
+        "the cells done still form a range) and commit docs/tf_versions.json "
         "and this file:",
         "",
         "```sh",
-        "nice -n 19 python scripts/tf_version_matrix.py 2.21 2.20 2.19 2.18 2.17 2.16 --jobs 2",
+        "nice -n 19 python scripts/tf_version_matrix.py 2.21 2.20 2.19 2.18 2.17 2.16 2.15 "
+        "--python 3.10,3.11,3.12,3.13",
         "```",
         "",
-        "then make `python_requires` and the TensorFlow range in setup.cfg (the "
-        "`tensorflow` and `keras2` extras), `PROVEN_TF_RANGE` in "
+        "then make `python_requires`, the Python classifiers and the TensorFlow range "
+        "in setup.cfg (the `tensorflow` and `keras2` extras), `PROVEN_TF_RANGE` in "
         "tpu_compat/tf_support.py (the range `install()` warns outside of) and the "
-        "range stated in README.md and docs/install.md say exactly the proven range "
-        "and Python; tests/test_tf_versions.py checks that they agree.",
+        "ranges stated in README.md and docs/install.md say exactly the proven range; "
+        "tests/test_tf_versions.py checks that they agree.",
         "",
     ]
     return "\n".join(lines)
@@ -324,13 +461,15 @@ def parse_args(argv):
     parser.add_argument("versions", nargs="*", metavar="X.Y",
                         help="TensorFlow minor versions to test, e.g. 2.16 2.21")
     parser.add_argument("--venvs", default=os.path.join(tempfile.gettempdir(), "tpu_compat_venvs"),
-                        help="where the per-version venvs are built (outside the checkout)")
+                        help="where the per-cell venvs are built (outside the checkout)")
     parser.add_argument("--logs", default=os.path.join(tempfile.gettempdir(), "tpu_compat_matrix_logs"),
-                        help="directory for one full log per version")
-    parser.add_argument("--python", default=sys.executable,
-                        help="interpreter the venvs are built from (default: this one)")
+                        help="directory for one full log per cell")
+    parser.add_argument("--python", default=sys.executable, metavar="X.Y,...",
+                        help="comma-separated Pythons to build the venvs from: minor "
+                             "versions (pyenv's newest X.Y.z, else pythonX.Y on PATH) "
+                             "or interpreter paths (default: this interpreter)")
     parser.add_argument("--results", default=str(DEFAULT_JSON), help="JSON results file")
-    parser.add_argument("--markdown", default=str(DEFAULT_MARKDOWN), help="generated table")
+    parser.add_argument("--markdown", default=str(DEFAULT_MARKDOWN), help="generated tables")
     parser.add_argument("--steps", nargs="+", choices=STEP_NAMES, metavar="STEP",
                         help=f"run only these steps (a partial run is never a pass); "
                              f"choices: {', '.join(STEP_NAMES)}")
@@ -346,6 +485,19 @@ def parse_args(argv):
             parser.error(f"version {version!r}: give a TensorFlow minor version like 2.16")
     if not args.versions and not args.render_only:
         parser.error("give at least one TensorFlow version (X.Y), or --render-only")
+    if args.jobs < 1:
+        parser.error(f"--jobs {args.jobs}: give 1 or more workers")
+    args.interpreters = {}
+    if not args.render_only:
+        for python in (p.strip() for p in args.python.split(",")):
+            interpreter = find_interpreter(python)
+            if interpreter is None:
+                parser.error(f"--python {python!r}: no such interpreter; give X.Y "
+                             f"(found through pyenv or PATH as pythonX.Y) or a path")
+            minor = ".".join(python_version_of(interpreter).split(".")[:2])
+            if not _VERSION_ARG.match(minor):
+                parser.error(f"--python {python!r}: {interpreter} does not run")
+            args.interpreters[minor] = interpreter
     venvs = Path(args.venvs).resolve()
     if venvs == REPO_ROOT or REPO_ROOT in venvs.parents:
         parser.error(f"--venvs {args.venvs}: must be outside the checkout")
@@ -356,14 +508,15 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     outcomes = {}
     for version in args.versions:
-        entry = run_version(version, args)
-        outcomes[version] = entry["result"]
-        results = save_results(args.results, entry)
-        Path(args.markdown).write_text(render_markdown(results), encoding="utf-8")
-        _log(f"TF {version}: {entry['result']}")
+        for python_minor in args.interpreters:
+            entry = run_cell(python_minor, version, args)
+            outcomes[python_minor, version] = entry["result"]
+            results = save_results(args.results, entry)
+            Path(args.markdown).write_text(render_markdown(results), encoding="utf-8")
+            _log(f"py{python_minor}-tf{version}: {entry['result']}")
     Path(args.markdown).write_text(render_markdown(load_results(args.results)),
                                    encoding="utf-8")
-    return 0 if all(result == "pass" for result in outcomes.values()) else 1
+    return 0 if all(result in ("pass", NO_WHEEL) for result in outcomes.values()) else 1
 
 
 if __name__ == "__main__":

@@ -93,6 +93,87 @@ def test_bad_policy_names_allowed_values():
         deprecation.apply_policy("loud")
 
 
+# The globals a warning's frame can have: a script run by `tpu-compat run`
+# (no loader at all, like a notebook cell), one run by `python script.py`
+# (__loader__ but __spec__ None) and an imported module (__spec__.loader).
+def _globals_without_loader(path):
+    return {"__name__": "__main__", "__file__": path, "__loader__": None, "__spec__": None}
+
+
+def _globals_of_python_script(path):
+    import importlib.machinery  # pylint: disable=import-outside-toplevel
+    return {"__name__": "__main__", "__file__": path, "__spec__": None,
+            "__loader__": importlib.machinery.SourceFileLoader("__main__", path)}
+
+
+def _globals_of_imported_module(path):
+    import importlib.util  # pylint: disable=import-outside-toplevel
+    spec = importlib.util.spec_from_file_location("users_module", path)
+    return {"__name__": "users_module", "__file__": path, "__spec__": spec,
+            "__loader__": spec.loader}
+
+
+USERS_FILE = textwrap.dedent("""\
+    import sys
+    def caller():
+        return sys._getframe(1)
+    frame = caller()  # line 4: where the warning must point
+""")
+
+
+@pytest.mark.parametrize("make_globals, passes_globals", [
+    (_globals_without_loader, False), (_globals_of_python_script, False),
+    (_globals_of_imported_module, True)])
+def test_a_warning_points_at_the_users_line_whatever_loader_the_globals_name(
+        tmp_path, clean_filters, make_globals, passes_globals, monkeypatch):
+    # Python 3.12's warn_explicit raises "Module globals is missing a
+    # __spec__.loader" for the first kind of globals and gives a
+    # DeprecationWarning (an error under -W error) for the second: such
+    # globals must not reach it. The source line still comes from the file.
+    path = str(tmp_path / "users_file.py")
+    with open(path, "w", encoding="utf-8") as stream:
+        stream.write(USERS_FILE)
+    module_globals = make_globals(path)
+    exec(compile(USERS_FILE, path, "exec"), module_globals)  # pylint: disable=exec-used
+    frame = module_globals["frame"]
+
+    given = []
+    warn_explicit = warnings.warn_explicit
+    monkeypatch.setattr(warnings, "warn_explicit", lambda *args, **kwargs: (
+        given.append(kwargs.get("module_globals")), warn_explicit(*args, **kwargs)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # Python 3.12's complaint about the globals (ours is a DeprecationWarning too).
+        warnings.filterwarnings("error", message="Module globals", category=DeprecationWarning)
+        deprecation.warn_at_frame("legacy", TPUCompatDeprecationWarning, frame)
+    assert given == [module_globals if passes_globals else None]
+    assert [(w.category, w.filename, w.lineno) for w in caught] == [
+        (TPUCompatDeprecationWarning, path, 4)]
+    shown = warnings.formatwarning(caught[0].message, caught[0].category, path, 4)
+    assert "frame = caller()  # line 4" in shown
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # --warnings=error, and -W error for the rest
+        with pytest.raises(TPUCompatDeprecationWarning, match="legacy"):
+            deprecation.warn_at_frame("legacy", TPUCompatDeprecationWarning, frame)
+
+
+def test_error_policy_under_python_W_error_fails_at_the_users_line(legacy_script):
+    # On every interpreter: the program runs as __main__ without a loader
+    # (Python 3.12+ refused that in warn_explicit), and -W error turns any
+    # DeprecationWarning of the warning machinery into a failure too.
+    result = subprocess.run(
+        [sys.executable, "-W", "error::DeprecationWarning", "-m", "tpu_compat", "run",
+         "--replicas", "2", "--warnings", "error", legacy_script],
+        capture_output=True, text=True, env=subprocess_env(), cwd=REPO_ROOT, timeout=600)
+    assert result.returncode == 1, result.stderr
+    assert "finished" not in result.stdout
+    assert "__spec__" not in result.stderr, result.stderr
+    assert f'File "{legacy_script}", line 6' in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        "tpu_compat.deprecation.TPUCompatDeprecationWarning: Strategy.experimental_run_v2")
+
+
 SCRIPT = textwrap.dedent("""
     import tensorflow as tf
     strategy = tf.distribute.TPUStrategy(
@@ -121,6 +202,11 @@ def test_once_policy_warns_once_per_call_site_at_user_line(legacy_script):
     lines = _warning_lines(result.stderr)
     assert [line.split(":")[1] for line in lines] == ["6", "7"]
     assert all(line.startswith(legacy_script) for line in lines)
+    # Each warning shows the user's source line under it (read from the file).
+    stderr = result.stderr.splitlines()
+    assert [stderr[stderr.index(line) + 1].strip() for line in lines] == [
+        "strategy.experimental_run_v2(lambda: tf.constant(1.0))   # line 6",
+        "strategy.experimental_run_v2(lambda: tf.constant(1.0))       # line 7"]
 
 
 def test_always_policy_warns_every_call(legacy_script):

@@ -6,6 +6,7 @@ the compile translation, the Keras 3 refusal and that uninstall() restores
 Keras.
 """
 
+import importlib.util
 import json
 import os
 import sys
@@ -21,6 +22,18 @@ RTOL = 1e-5
 STEPS_PER_EPOCH, EPOCHS, STEPS_PER_RUN = 10, 2, 4
 # 10 steps in host calls of at most 4: TF 1.15 ran 4, 4, then the remainder 2.
 CHUNKS = [4, 4, 2]
+
+
+def _keras3_installed():
+    """Whether `keras` is Keras 3 (TF 2.16+); TF <= 2.15 ships Keras 2 under that name."""
+    spec = importlib.util.find_spec("keras")
+    return spec is not None and spec.origin is not None and os.path.isdir(
+        os.path.join(os.path.dirname(spec.origin), "src", "trainers"))
+
+
+KERAS3_INSTALLED = _keras3_installed()
+requires_keras3 = pytest.mark.skipif(
+    not KERAS3_INSTALLED, reason="Keras 3 is not installed (TF <= 2.15 ships Keras 2 as keras)")
 
 
 def _result(run):
@@ -132,13 +145,18 @@ def test_eager_eras_match_one_device(replicas):
 
     # Keras 3, imported after install(), was patched by the import hook, and
     # uninstall() restored both Keras packages.
+    assert result["keras_is_keras3"] is KERAS3_INSTALLED
     assert result["keras3_imported_before"] is False
-    assert result["keras3_patched_on_import"] is True
-    assert result["keras3_restored"] and result["tf_keras_restored"]
+    if KERAS3_INSTALLED:
+        assert result["keras3_patched_on_import"] is True
+        assert result["keras3_restored"] and result["tf_keras_restored"]
+    else:  # TF <= 2.15's Keras 2 `keras`: nothing of Keras 3's to patch there
+        assert result["keras2_left_alone"] and result["tf_keras_restored"]
 
 
 # -- Keras 3 forced by the user ------------------------------------------------------
 
+@requires_keras3
 def test_keras3_gives_the_same_numbers_or_one_clear_error():
     result = _result(run_scenario("keras3_under_adapters.py", 4, "eager",
                                   env={"TF_USE_LEGACY_KERAS": "0",
@@ -159,6 +177,7 @@ def test_keras3_gives_the_same_numbers_or_one_clear_error():
         assert message.startswith("Keras 3 cannot run this model on the emulated TPU")
 
 
+@requires_keras3
 def test_keras3_refuses_tf1_graph_mode_at_compile():
     result = _result(run_scenario("keras3_under_adapters.py", 2, "graph",
                                   env={"TF_USE_LEGACY_KERAS": "0"}))
@@ -209,6 +228,7 @@ def test_experimental_steps_per_execution_warns_at_the_callers_line(installed):
     assert os.path.basename(warning.filename) == "test_keras.py"
 
 
+@requires_keras3
 def test_keras3_multi_step_under_the_emulated_tpu_is_refused_in_process(installed):
     import keras  # Keras 3, whatever tf.keras is in this process
     import tensorflow as tf
@@ -230,14 +250,15 @@ def test_keras3_multi_step_under_the_emulated_tpu_is_refused_in_process(installe
 def test_uninstall_restores_keras_exactly(tpu8):
     import keras  # noqa: F401
     import tf_keras  # noqa: F401
-    from keras.src.trainers import trainer
     from tf_keras.src.engine import training, training_arrays_v1, training_distributed_v1
     tpu_compat.uninstall()
     owners = {"tf_keras Model": (training.Model, "compile"),
               "fit_loop": (training_arrays_v1, "fit_loop"),
               "train step": (training_distributed_v1, "_make_train_step_fn"),
-              "test loop": (training_distributed_v1, "experimental_tpu_test_loop"),
-              "Keras 3 compile": (trainer.Trainer, "compile")}
+              "test loop": (training_distributed_v1, "experimental_tpu_test_loop")}
+    if KERAS3_INSTALLED:
+        from keras.src.trainers import trainer
+        owners["Keras 3 compile"] = (trainer.Trainer, "compile")
     before = {name: vars(owner)[attribute] for name, (owner, attribute) in owners.items()}
     hooks_before = list(sys.meta_path)
     tpu_compat.install()

@@ -229,6 +229,34 @@ def warn_direct_use(rule, caller):
     _warn(rule, None, _user_frame(caller, direct=True))
 
 
+def warn_at_frame(message, category, frame):
+    """Warns at FRAME's file and line, as ``warnings.warn(stacklevel=...)`` would.
+
+    The frame's globals go to ``warn_explicit`` as ``module_globals`` (so the
+    source line of a module imported from a zip or by a custom loader is
+    still shown) only when their ``__spec__`` names the loader: since Python
+    3.12, ``warn_explicit`` raises "Module globals is missing a
+    __spec__.loader" when ``__loader__`` and ``__spec__`` are both None
+    (a script run as ``__main__`` by ``tpu-compat run``, a notebook cell),
+    and gives a DeprecationWarning (an error under ``-W error``) when only
+    ``__loader__`` is set (``python script.py``). Without them the source line
+    is read from the file by name, which is where such code comes from.
+    """
+    module_globals = frame.f_globals
+    warnings.warn_explicit(
+        message, category, frame.f_code.co_filename, frame.f_lineno,
+        module=module_globals.get("__name__", "<string>"),
+        registry=module_globals.setdefault("__warningregistry__", {}),
+        module_globals=module_globals if _spec_names_the_loader(module_globals) else None)
+
+
+def _spec_names_the_loader(module_globals):
+    """True if Python 3.12+'s ``warn_explicit`` takes these globals silently."""
+    spec_loader = getattr(module_globals.get("__spec__"), "loader", None)
+    loader = module_globals.get("__loader__")
+    return spec_loader is not None and (loader is None or loader == spec_loader)
+
+
 def _warn(rule, detail, frame):
     if frame is None:
         return
@@ -239,13 +267,7 @@ def _warn(rule, detail, frame):
         message = f"{message} {detail}"
     origin = _autograph_origin(frame)
     if origin is None:
-        # What warnings.warn(stacklevel=...) would do for this frame.
-        module_globals = frame.f_globals
-        warnings.warn_explicit(
-            message, TPUCompatDeprecationWarning, frame.f_code.co_filename,
-            frame.f_lineno, module=module_globals.get("__name__", "<string>"),
-            registry=module_globals.setdefault("__warningregistry__", {}),
-            module_globals=module_globals)
+        warn_at_frame(message, TPUCompatDeprecationWarning, frame)
         return
     # Inside tf.function: report the line the user wrote, not autograph's copy.
     filename, lineno = origin

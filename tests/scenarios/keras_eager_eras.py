@@ -148,14 +148,25 @@ def reference_program():
 
 
 def keras3_patched_on_import_then_uninstalled():
+    import importlib.util  # pylint: disable=import-outside-toplevel
     import tpu_compat  # pylint: disable=import-outside-toplevel
     from tf_keras.src.engine import training  # pylint: disable=import-outside-toplevel
     already = "keras" in sys.modules
     import keras  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    if importlib.util.find_spec("keras.src.trainers") is None:
+        # TF 2.15 and older: `keras` is Keras 2, which tpu_compat leaves alone
+        # (tf.keras is tf_keras under TF_USE_LEGACY_KERAS=1).
+        from keras.src.engine import training as keras2_training  # pylint: disable=import-outside-toplevel
+        left_alone = not hasattr(keras2_training.Model.compile, "__tpu_compat_added__")
+        tpu_compat.uninstall()
+        return {"keras_is_keras3": False, "keras3_imported_before": already,
+                "keras2_left_alone": left_alone,
+                "tf_keras_restored": not hasattr(training.Model.compile, "__tpu_compat_added__")}
     from keras.src.trainers import trainer  # pylint: disable=import-outside-toplevel
     patched = getattr(trainer.Trainer.compile, "__tpu_compat_added__", False)
     tpu_compat.uninstall()
-    return {"keras3_imported_before": already, "keras3_patched_on_import": patched,
+    return {"keras_is_keras3": True, "keras3_imported_before": already,
+            "keras3_patched_on_import": patched,
             "keras3_restored": not hasattr(trainer.Trainer.compile, "__tpu_compat_added__"),
             "tf_keras_restored": not hasattr(training.Model.compile, "__tpu_compat_added__")}
 

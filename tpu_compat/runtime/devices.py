@@ -21,7 +21,6 @@ applies.
 
 import functools
 import sys
-import warnings
 
 import tensorflow as tf
 from tensorflow.python.distribute import mirrored_strategy
@@ -70,12 +69,7 @@ def _warn_mapping(message):
     frame = deprecation._user_frame(sys._getframe(1))  # pylint: disable=protected-access
     if frame is None:
         return  # TensorFlow or Keras named the device, not the program
-    module_globals = frame.f_globals
-    warnings.warn_explicit(
-        message, TPUCompatDeviceWarning, frame.f_code.co_filename, frame.f_lineno,
-        module=module_globals.get("__name__", "<string>"),
-        registry=module_globals.setdefault("__warningregistry__", {}),
-        module_globals=module_globals)
+    deprecation.warn_at_frame(message, TPUCompatDeviceWarning, frame)
 
 
 @functools.lru_cache(maxsize=None)

@@ -33,6 +33,7 @@ patch is recorded in the routing state, so ``uninstall()`` restores Keras.
 
 import functools
 import importlib.abc
+import importlib.util
 import inspect
 import sys
 
@@ -381,8 +382,22 @@ def _patch_tf_keras(state, package):
                       training_arrays_v1))
 
 
+def _is_keras3(package):
+    """Whether the ``keras`` PACKAGE is Keras 3 (a feature check, not a version compare).
+
+    TF 2.16 made ``keras`` Keras 3, whose trainer lives in
+    ``keras.src.trainers``. TF 2.15 and older depend on Keras 2 under the same
+    name (``keras.src.engine``, tf_keras's code): nothing of Keras 3's to
+    patch there. TF 2.15 already honours ``TF_USE_LEGACY_KERAS=1`` (set by
+    ``tpu-compat run`` when tf-keras is installed), so its ``tf.keras`` is
+    tf_keras and gets tf_keras's patches.
+    """
+    return importlib.util.find_spec(f"{package.__name__}.src.trainers") is not None
+
+
 def _patch_keras3(state, package):
-    del package
+    if not _is_keras3(package):
+        return
     from keras.src.trainers import trainer  # pylint: disable=import-outside-toplevel
     state.add(trainer.Trainer, "compile", _keras3_compile(trainer.Trainer.compile))
     hooks.instrument_library(state, "keras")  # outermost: sees the user's call
