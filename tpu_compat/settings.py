@@ -1,0 +1,448 @@
+"""The settings table: every value a user can set, in one place.
+
+Each :class:`Setting` row holds the environment variable, the ``tpu-compat``
+flag and the pytest option that set it, its parser (:mod:`tpu_compat._config`:
+bounds, and one clear error naming the variable or flag and the allowed
+values), and its default for each *entry point*:
+
+* ``install()``: a program that calls ``tpu_compat.install()`` itself,
+* ``run``: ``tpu-compat run``,
+* ``regress``: ``tpu-compat regress`` and ``tpu-compat verify``,
+* ``pytest``: the pytest plugin.
+
+An entry point calls :func:`resolve` once and passes the frozen
+:class:`Settings` it returns down. Library code that runs inside a program
+(the backend decision, a replica step being traced, the pod) reads one row
+with :func:`read` when it needs it: the environment is the channel from the
+entry point to the program and to the processes it starts (``tpu-compat run``
+exports what it resolved, :func:`export`). ``tpu-compat run --help``,
+``tpu-compat doctor`` and README.md's configuration table are generated from
+these rows (``python scripts/settings_table.py`` rewrites the README's).
+
+Nothing here imports TensorFlow: the command line and the pytest plugin load
+it before the device layout is chosen.
+"""
+
+import dataclasses
+import functools
+import importlib.util
+import os
+import types
+from typing import Callable, Mapping, Optional, Tuple
+
+from tpu_compat import _config
+
+__all__ = ["ENTRY_POINTS", "LIBRARY", "PYTEST", "REGRESS", "ROWS", "RUN", "Setting",
+           "Settings", "add_flags", "export", "read", "resolve", "row"]
+
+# The entry points, in the order the documentation names them.
+RUN, REGRESS, PYTEST, LIBRARY = "run", "regress", "pytest", "install()"
+ENTRY_POINTS = (RUN, REGRESS, PYTEST, LIBRARY)
+# How the documentation names each entry point.
+ENTRY_POINT_NAMES = {RUN: "`run`", REGRESS: "`regress`, `verify`",
+                     PYTEST: "the pytest plugin",
+                     LIBRARY: "programs that call `install()` themselves"}
+# The subcommands that are each entry point (their flags share the rows).
+COMMANDS = {RUN: ("run",), REGRESS: ("regress", "verify")}
+
+# A v2-8 / v3-8 slice has 8 cores: what the emulated TPU has unless told.
+DEFAULT_EMULATED_REPLICAS = 8
+
+
+def _choices(allowed):
+    return functools.partial(_config.choice, allowed=allowed)
+
+
+def tf_keras_installed():
+    """Whether tf-keras (Keras 2, what legacy code expects) can be imported."""
+    return importlib.util.find_spec("tf_keras") is not None
+
+
+def _legacy_keras_for_run():
+    # Keras 3 (TF 2.21's default tf.keras) with steps_per_execution under
+    # MirroredStrategy fails with INVALID_ARGUMENT; legacy code expects
+    # Keras 2, which tf-keras is. Without tf-keras the user's choice stays.
+    return "1" if tf_keras_installed() else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One row: a setting, where it can be given, and its defaults."""
+
+    name: str  # the attribute of :class:`Settings`
+    variable: str
+    parse: Callable[[str, object], object]  # (name given under, raw) -> value
+    defaults: Mapping[str, object]  # entry point -> default (a callable: computed)
+    values: str  # the allowed values, for people
+    meaning: str  # README's explanation (markdown)
+    summary: str = ""  # --help's explanation
+    flag: Optional[str] = None
+    flag_entries: Tuple[str, ...] = ()  # entry points whose commands take ``flag``
+    metavar: Optional[str] = None
+    choices: Optional[Tuple[str, ...]] = None
+    pytest_option: Optional[str] = None
+    # How a value reads in --help, doctor and README (None: "unset").
+    show: Callable[[object], str] = str
+    # Entry points that set the variable to their default when it is unset,
+    # so the library code of the program (and the processes it starts) see it.
+    exported_by: Tuple[str, ...] = ()
+    # Whether a variable set to blanks counts as unset (ours do); TensorFlow
+    # reads TF_USE_LEGACY_KERAS="" as a choice (Keras 3), so the runner keeps it.
+    blank_is_unset: bool = True
+
+    def given_in(self, environ):
+        """Whether ``environ`` sets the variable."""
+        if self.blank_is_unset:
+            return bool(environ.get(self.variable, "").strip())
+        return self.variable in environ
+
+    def default(self, entry):
+        """The default at ``entry`` (computed when the row's is a callable)."""
+        value = self.defaults[entry]
+        return value() if callable(value) else value
+
+    def default_text(self, entry):
+        value = self.defaults[entry]
+        if value is _legacy_keras_for_run:
+            return "1 when tf-keras is installed"
+        return self.show(value)
+
+    def _default_is_a_value(self, entry):
+        value = self.defaults[entry]
+        return value is not None and not callable(value)
+
+    def read(self, environ=None, entry=LIBRARY):
+        """The variable's value, parsed, else the default at ``entry``."""
+        environ = os.environ if environ is None else environ
+        if self.given_in(environ):
+            return self.parse(self.variable, environ[self.variable])
+        return self.default(entry)
+
+    def defaults_sentence(self, entries=ENTRY_POINTS, quote="`"):
+        """The defaults in words: one value, or which entry point has which."""
+        groups = {}
+        for entry in entries:
+            if entry in self.defaults:
+                text = self.default_text(entry)
+                if self._default_is_a_value(entry):
+                    text = f"{quote}{text}{quote}"
+                groups.setdefault(text, []).append(entry)
+        if len(groups) == 1:
+            return next(iter(groups))
+        parts = []
+        for text, group in groups.items():
+            names = [ENTRY_POINT_NAMES[entry] if quote else
+                     ENTRY_POINT_NAMES[entry].replace("`", "") for entry in group]
+            listed = (", ".join(names[:-1]) + " and " + names[-1]) if len(names) > 1 \
+                else names[0]
+            parts.append(f"{text} for {listed}")
+        return "; ".join(parts)
+
+    def help(self, entry):
+        """The flag's --help line for ``entry``'s commands."""
+        return (f"{self.summary} (default: ${self.variable}, else "
+                f"{self.default_text(entry)})")
+
+
+def _replicas_text(value):
+    return ("as many as the backend has: 8 emulated cores, every GPU or TPU core"
+            if value is None else str(value))
+
+
+def _unset_as(text):
+    return lambda value: text if value is None else str(value)
+
+
+ROWS = (
+    Setting(
+        "backend", "TPU_COMPAT_BACKEND", _choices(("auto", "tpu", "gpu", "cpu")),
+        {RUN: "auto", REGRESS: "cpu", PYTEST: "auto", LIBRARY: "auto"},
+        values="`auto`, `tpu`, `gpu`, `cpu`",
+        meaning="hardware behind the strategies; `auto` uses a TPU if TensorFlow lists "
+                "local TPU devices or `TPU_NAME` is set, else GPUs, else CPU emulation, "
+                "and never touches the network; `regress` and `verify` run on the "
+                "CPU emulation whatever accelerators the machine has, so golden files "
+                "check anywhere",
+        summary="hardware", flag="--backend", flag_entries=(RUN, REGRESS),
+        choices=("auto", "tpu", "gpu", "cpu"), pytest_option="--tpu"),
+    Setting(
+        "num_replicas", "TPU_COMPAT_NUM_REPLICAS", _config.positive_int,
+        {RUN: None, REGRESS: DEFAULT_EMULATED_REPLICAS, PYTEST: DEFAULT_EMULATED_REPLICAS,
+         LIBRARY: None},
+        values="positive int", meaning="emulated TPU cores",
+        summary="emulated TPU cores", flag="--replicas", flag_entries=(RUN, REGRESS),
+        metavar="N", pytest_option="--tpu-compat-replicas", show=_replicas_text),
+    Setting(
+        "num_hosts", "TPU_COMPAT_NUM_HOSTS", _config.positive_int,
+        {RUN: None, PYTEST: None, LIBRARY: None},
+        values="positive int",
+        meaning="emulate a TPU pod slice of H hosts, each a TensorFlow worker process "
+                "with N/H of the cores ([pod slices](docs/pods.md)); the pytest "
+                "plugin's marker takes `hosts=H`",
+        summary="emulate a TPU pod slice of H hosts (docs/pods.md), each a "
+                "TensorFlow worker process with N/H of the cores",
+        flag="--hosts", flag_entries=(RUN,), metavar="H", show=_unset_as("1")),
+    Setting(
+        "warnings", "TPU_COMPAT_WARNINGS", _choices(("once", "always", "error", "ignore")),
+        {RUN: None, PYTEST: None, LIBRARY: None},
+        values="`once`, `always`, `error`, `ignore`",
+        meaning="policy for `TPUCompatDeprecationWarning`; `error` makes CI fail on any "
+                "legacy API",
+        summary="legacy-API warning policy", flag="--warnings", flag_entries=(RUN,),
+        choices=("once", "always", "error", "ignore"),
+        pytest_option="--tpu-compat-warnings", show=_unset_as("once")),
+    Setting(
+        "strict", "TPU_COMPAT_STRICT", _choices(("auto", "on", "off")),
+        {RUN: "auto", LIBRARY: "auto"},
+        values="`auto`, `on`, `off`",
+        meaning="modern calls (`run`, `experimental_distribute_dataset`, ...) follow "
+                "TF 2.21's `TPUStrategy` rules, errors included, while legacy entry "
+                "points keep their era's semantics; `auto` is `on` exactly when "
+                "legacy-API warnings are errors; `verify` runs the migrated script "
+                "with `on` ([strict mode](docs/emulated_tpu.md#strict-mode-tf-221s-rules))",
+        summary="modern calls follow TF 2.21's TPUStrategy rules, errors included; "
+                "auto: on when --warnings=error",
+        flag="--strict", flag_entries=(RUN,), choices=("auto", "on", "off")),
+    Setting(
+        "fidelity", "TPU_COMPAT_FIDELITY", _choices(("cpu", "tpu")),
+        # `tpu-compat run`, regress and the tests answer "does this work on a
+        # TPU": nothing legitimate broke when the whole test suite, every
+        # scenario and example ran under tpu (docs/emulated_tpu.md). A
+        # program that installs the shim itself keeps what its CPU runs.
+        {RUN: "tpu", REGRESS: "tpu", PYTEST: "tpu", LIBRARY: "cpu"},
+        values="`cpu`, `tpu`",
+        meaning="`tpu`: each replica step is checked at trace time as TF 2.21's TPU "
+                "compiler would (XLA kernel registry, no string/complex128 tensors); an "
+                "op a TPU cannot compile raises `TPUCompilationError` naming the op and "
+                "your line; with soft device placement on while the step is traced "
+                "(eager TF 2.x code, or set explicitly; off inside `tf.function` and in "
+                "TF 1.x mode) TF 2.21 moves such ops to the TPU host itself, so nothing "
+                "is reported ([fidelity](docs/emulated_tpu.md#fidelity-would-a-tpu-"
+                "compile-this-step))",
+        summary="tpu: check every replica step at trace time as TF 2.21's TPU "
+                "compiler would",
+        flag="--fidelity", flag_entries=(RUN, REGRESS), choices=("cpu", "tpu"),
+        metavar=None, pytest_option="--tpu-compat-fidelity",
+        exported_by=(RUN, PYTEST)),
+    Setting(
+        "seed", "TPU_COMPAT_SEED", _config.non_negative_int,
+        # regress and verify seed each script with their --seed (default 0,
+        # --no-seed: none) and ignore the variable, which they set per script.
+        {RUN: None, REGRESS: 0},
+        values="non-negative int",
+        meaning="seed Python, NumPy and TensorFlow RNGs before the script runs "
+                "(`regress` and `verify` set it for each script from their `--seed`)",
+        flag="--seed", flag_entries=(REGRESS,), metavar="N", show=_unset_as("unseeded")),
+    Setting(
+        "pod_timeout", "TPU_COMPAT_POD_TIMEOUT", _config.positive_seconds,
+        {RUN: 60.0, LIBRARY: 60.0},
+        values="positive number of seconds",
+        meaning="how long a pod worker may take to come up (and, with `TF_CONFIG`, "
+                "to answer) ([pod slices](docs/pods.md))",
+        show=lambda value: f"{value:g}"),
+    Setting(
+        "pod_port", "TPU_COMPAT_POD_PORT", _config.port_number,
+        {RUN: None, LIBRARY: None},
+        values="port, 1 to 65535",
+        meaning="first loopback port of the pod workers `--hosts` starts, one per host "
+                "([pod slices](docs/pods.md))",
+        show=_unset_as("free ports")),
+    Setting(
+        "legacy_keras", "TF_USE_LEGACY_KERAS", _config.any_text,
+        {RUN: _legacy_keras_for_run, LIBRARY: None},
+        values="`1` / `0` (TensorFlow reads `1`, `true`, `True` as yes)",
+        meaning="`tpu-compat run` sets `1` (tf-keras, the Keras 2 legacy code expects) "
+                "unless you set it",
+        show=_unset_as("unset (Keras 3)"), exported_by=(RUN,), blank_is_unset=False),
+)
+
+_BY_NAME = {setting.name: setting for setting in ROWS}
+
+# The variables, for messages that name them.
+BACKEND_VAR = _BY_NAME["backend"].variable
+REPLICAS_VAR = _BY_NAME["num_replicas"].variable
+HOSTS_VAR = _BY_NAME["num_hosts"].variable
+WARNINGS_VAR = _BY_NAME["warnings"].variable
+STRICT_VAR = _BY_NAME["strict"].variable
+FIDELITY_VAR = _BY_NAME["fidelity"].variable
+SEED_VAR = _BY_NAME["seed"].variable
+POD_TIMEOUT_VAR = _BY_NAME["pod_timeout"].variable
+POD_PORT_VAR = _BY_NAME["pod_port"].variable
+LEGACY_KERAS_VAR = _BY_NAME["legacy_keras"].variable
+
+BACKENDS = _BY_NAME["backend"].choices
+WARNING_POLICIES = _BY_NAME["warnings"].choices
+STRICT_CHOICES = _BY_NAME["strict"].choices
+FIDELITY_CHOICES = _BY_NAME["fidelity"].choices
+
+
+def row(name):
+    """The row of setting ``name`` (a :class:`Settings` attribute name)."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no setting {name!r}; settings: {', '.join(_BY_NAME)}") from None
+
+
+def read(name, environ=None, entry=LIBRARY):
+    """One setting from the environment (validated), else its default at ``entry``.
+
+    For library code that needs a setting when the program reaches it (a
+    replica step traced, the backend decided): the environment is what the
+    entry point that started the program exported.
+    """
+    return row(name).read(environ, entry)
+
+
+class Settings:
+    """The settings of one entry point, resolved once; read-only.
+
+    Attributes are the rows' names (``backend``, ``num_replicas``, ...).
+    """
+
+    __slots__ = ("entry", "_values", "_sources")
+
+    def __init__(self, entry, values, sources):
+        object.__setattr__(self, "entry", entry)
+        object.__setattr__(self, "_values", types.MappingProxyType(dict(values)))
+        object.__setattr__(self, "_sources", types.MappingProxyType(dict(sources)))
+
+    def __getattr__(self, name):
+        values = object.__getattribute__(self, "_values")
+        if name in values:
+            return values[name]
+        raise AttributeError(
+            f"{name!r} is not a setting resolved for {self.entry}; resolved: "
+            f"{', '.join(values)}")
+
+    def __setattr__(self, name, value):
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __repr__(self):
+        values = ", ".join(f"{name}={value!r}" for name, value in self._values.items())
+        return f"Settings({self.entry}: {values})"
+
+    def source(self, name):
+        """Where ``name`` came from: the flag, the variable, or None (the default)."""
+        return self._sources[name]
+
+    def items(self):
+        return self._values.items()
+
+
+def resolve(entry, environ=None, flags=None, names=None):
+    """The settings of entry point ``entry``, each validated once.
+
+    Args:
+      entry: one of :data:`ENTRY_POINTS`.
+      environ: the environment (default ``os.environ``).
+      flags: ``{name: raw value or None}``, what the command line gave; a
+        given flag wins over the variable, and a bad one is named as the flag.
+      names: the rows to resolve (default: every row with a default at
+        ``entry``), in table order.
+
+    Raises:
+      ConfigError: naming the first bad variable or flag.
+    """
+    if entry not in ENTRY_POINTS:
+        raise _config.ConfigError(f"entry={entry!r} is not valid; allowed values: "
+                                  f"{', '.join(ENTRY_POINTS)}")
+    environ = os.environ if environ is None else environ
+    flags = {name: value for name, value in (flags or {}).items() if value is not None}
+    for name in flags:
+        row(name)
+    wanted = set(names) if names is not None else {
+        setting.name for setting in ROWS if entry in setting.defaults}
+    values, sources = {}, {}
+    for setting in ROWS:
+        if setting.name not in wanted:
+            continue
+        if setting.name in flags:
+            flag = setting.pytest_option if entry == PYTEST else setting.flag
+            values[setting.name] = setting.parse(flag, flags[setting.name])
+            sources[setting.name] = flag
+        elif setting.given_in(environ):
+            values[setting.name] = setting.parse(setting.variable,
+                                                 environ[setting.variable])
+            sources[setting.name] = setting.variable
+        else:
+            values[setting.name] = setting.default(entry)
+            sources[setting.name] = None
+    return Settings(entry, values, sources)
+
+
+def export(settings, environ=None):
+    """Writes what ``settings`` took from flags, and the entry point's exported
+    defaults, to the environment; returns the variables it set, in table order.
+
+    The program's library code and the processes it starts (pod workers,
+    child pytest processes) read the environment, not this object.
+    """
+    environ = os.environ if environ is None else environ
+    changed = []
+    for setting in ROWS:
+        if setting.name not in settings._values:  # pylint: disable=protected-access
+            continue
+        value = getattr(settings, setting.name)
+        from_flag = settings.source(setting.name) not in (None, setting.variable)
+        exported_default = (settings.source(setting.name) is None
+                            and settings.entry in setting.exported_by
+                            and value is not None)
+        if from_flag or exported_default:
+            environ[setting.variable] = str(value)
+            changed.append(setting.variable)
+    return changed
+
+
+def flag_rows(entry, names=None):
+    """The rows whose flag ``entry``'s commands take (of ``names``), table order."""
+    return [setting for setting in ROWS if entry in setting.flag_entries
+            and (names is None or setting.name in names)]
+
+
+def add_flags(parser, entry, names=None):
+    """Adds the settings' flags to ``entry``'s argparse ``parser``.
+
+    Each flag's value lands under the row's name, unparsed (None when not
+    given), for :func:`resolve`'s ``flags``; its help is the row's.
+    """
+    for setting in flag_rows(entry, names):
+        parser.add_argument(setting.flag, dest=setting.name, choices=setting.choices,
+                            metavar=setting.metavar, help=setting.help(entry))
+
+
+# -- generated documentation ---------------------------------------------------
+
+README_BEGIN = ("<!-- settings table: generated from tpu_compat/settings.py; do not edit. "
+                "Regenerate with: python scripts/settings_table.py -->")
+README_END = "<!-- end of settings table -->"
+
+
+def _flags_cell(setting):
+    cells = []
+    if setting.flag:
+        commands = [command for entry in setting.flag_entries for command in COMMANDS[entry]]
+        cells.append(f"`{setting.flag}` ({', '.join(f'`{c}`' for c in commands)})")
+    if setting.pytest_option:
+        cells.append(f"pytest `{setting.pytest_option}`")
+    return "; ".join(cells) or "—"
+
+
+def markdown_table():
+    """README.md's configuration table, one line per row."""
+    lines = [README_BEGIN,
+             "| variable | flag | values | default | meaning |",
+             "|---|---|---|---|---|"]
+    for setting in ROWS:
+        lines.append(f"| `{setting.variable}` | {_flags_cell(setting)} | {setting.values} | "
+                     f"{setting.defaults_sentence()} | {setting.meaning} |")
+    lines.append(README_END)
+    return "\n".join(lines) + "\n"
+
+
+def with_readme_table(text):
+    """``text`` (README.md) with its table between the markers regenerated."""
+    start, end = text.find(README_BEGIN), text.find(README_END)
+    if start < 0 or end < start:
+        raise ValueError(f"README.md lacks the markers {README_BEGIN!r} ... {README_END!r}")
+    return text[:start] + markdown_table() + text[end + len(README_END) + 1:]
