@@ -58,11 +58,19 @@ def tf_keras_installed():
     return importlib.util.find_spec("tf_keras") is not None
 
 
-def _legacy_keras_for_run():
-    # Keras 3 (TF 2.21's default tf.keras) with steps_per_execution under
-    # MirroredStrategy fails with INVALID_ARGUMENT; legacy code expects
-    # Keras 2, which tf-keras is. Without tf-keras the user's choice stays.
-    return "1" if tf_keras_installed() else None
+@dataclasses.dataclass(frozen=True)
+class Computed:
+    """A default that what is installed decides, computed when resolved."""
+
+    compute: Callable[[], object]
+    text: str  # how the documentation states it
+
+
+# Keras 3 (TF 2.21's default tf.keras) with steps_per_execution under
+# MirroredStrategy fails with INVALID_ARGUMENT; legacy code expects Keras 2,
+# which tf-keras is. Without tf-keras, TensorFlow's own default stays.
+_LEGACY_KERAS_FOR_RUN = Computed(lambda: "1" if tf_keras_installed() else None,
+                                 "1 when tf-keras is installed")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,7 +80,7 @@ class Setting:
     name: str  # the attribute of :class:`Settings`
     variable: str
     parse: Callable[[str, object], object]  # (name given under, raw) -> value
-    defaults: Mapping[str, object]  # entry point -> default (a callable: computed)
+    defaults: Mapping[str, object]  # entry point -> default (or a Computed one)
     values: str  # the allowed values, for people
     meaning: str  # README's explanation (markdown)
     summary: str = ""  # --help's explanation
@@ -97,19 +105,18 @@ class Setting:
         return self.variable in environ
 
     def default(self, entry):
-        """The default at ``entry`` (computed when the row's is a callable)."""
+        """The default at ``entry``."""
         value = self.defaults[entry]
-        return value() if callable(value) else value
+        return value.compute() if isinstance(value, Computed) else value
 
     def default_text(self, entry):
+        """The default at ``entry`` as the documentation states it."""
         value = self.defaults[entry]
-        if value is _legacy_keras_for_run:
-            return "1 when tf-keras is installed"
-        return self.show(value)
+        return value.text if isinstance(value, Computed) else self.show(value)
 
     def _default_is_a_value(self, entry):
         value = self.defaults[entry]
-        return value is not None and not callable(value)
+        return value is not None and not isinstance(value, Computed)
 
     def read(self, environ=None, entry=LIBRARY):
         """The variable's value, parsed, else the default at ``entry``."""
@@ -145,8 +152,8 @@ class Setting:
 
 
 def _replicas_text(value):
-    return ("as many as the backend has: 8 emulated cores, every GPU or TPU core"
-            if value is None else str(value))
+    return (f"as many as the backend has: {DEFAULT_EMULATED_REPLICAS} emulated cores, "
+            f"every GPU or TPU core" if value is None else str(value))
 
 
 def _unset_as(text):
@@ -249,7 +256,7 @@ ROWS = (
         show=_unset_as("free ports")),
     Setting(
         "legacy_keras", "TF_USE_LEGACY_KERAS", _config.any_text,
-        {RUN: _legacy_keras_for_run, LIBRARY: None},
+        {RUN: _LEGACY_KERAS_FOR_RUN, LIBRARY: None},
         values="`1` / `0` (TensorFlow reads `1`, `true`, `True` as yes)",
         meaning="`tpu-compat run` sets `1` (tf-keras, the Keras 2 legacy code expects) "
                 "unless you set it",
@@ -322,6 +329,9 @@ class Settings:
         values = ", ".join(f"{name}={value!r}" for name, value in self._values.items())
         return f"Settings({self.entry}: {values})"
 
+    def __contains__(self, name):
+        return name in self._values
+
     def source(self, name):
         """Where ``name`` came from: the flag, the variable, or None (the default)."""
         return self._sources[name]
@@ -349,10 +359,12 @@ def resolve(entry, environ=None, flags=None, names=None):
                                   f"{', '.join(ENTRY_POINTS)}")
     environ = os.environ if environ is None else environ
     flags = {name: value for name, value in (flags or {}).items() if value is not None}
-    for name in flags:
-        row(name)
     wanted = set(names) if names is not None else {
         setting.name for setting in ROWS if entry in setting.defaults}
+    for name in wanted | set(flags):
+        if entry not in row(name).defaults:
+            raise ValueError(f"setting {name!r} has no default at {entry}; add one to "
+                             f"its row in tpu_compat/settings.py")
     values, sources = {}, {}
     for setting in ROWS:
         if setting.name not in wanted:
@@ -371,8 +383,8 @@ def resolve(entry, environ=None, flags=None, names=None):
     return Settings(entry, values, sources)
 
 
-def export(settings, environ=None):
-    """Writes what ``settings`` took from flags, and the entry point's exported
+def export(resolved, environ=None):
+    """Writes what ``resolved`` took from flags, and the entry point's exported
     defaults, to the environment; returns the variables it set, in table order.
 
     The program's library code and the processes it starts (pod workers,
@@ -381,12 +393,12 @@ def export(settings, environ=None):
     environ = os.environ if environ is None else environ
     changed = []
     for setting in ROWS:
-        if setting.name not in settings._values:  # pylint: disable=protected-access
+        if setting.name not in resolved:
             continue
-        value = getattr(settings, setting.name)
-        from_flag = settings.source(setting.name) not in (None, setting.variable)
-        exported_default = (settings.source(setting.name) is None
-                            and settings.entry in setting.exported_by
+        value = getattr(resolved, setting.name)
+        source = resolved.source(setting.name)
+        from_flag = source not in (None, setting.variable)
+        exported_default = (source is None and resolved.entry in setting.exported_by
                             and value is not None)
         if from_flag or exported_default:
             environ[setting.variable] = str(value)
