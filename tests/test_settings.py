@@ -7,7 +7,6 @@ entry point applies them. None of this imports TensorFlow.
 
 import argparse
 import ast
-import dataclasses
 import os
 import pathlib
 import re
@@ -101,7 +100,7 @@ def test_a_flag_wins_and_is_named_when_bad():
 
 def test_resolved_settings_are_frozen_and_say_what_they_hold():
     resolved = settings.resolve(settings.REGRESS, {}, names=("backend",))
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(settings.FrozenError, match="cannot assign to field .backend."):
         resolved.backend = "tpu"
     with pytest.raises(AttributeError, match="'fidelity' is not a setting resolved for "
                                              "regress; resolved: backend"):

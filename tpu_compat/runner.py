@@ -17,7 +17,8 @@ import types
 
 from tpu_compat import _config, _program_code, settings
 from tpu_compat.exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE
-from tpu_compat.settings import tf_keras_installed
+# The runner's Keras choice, which doctor reports (and tests stub here).
+from tpu_compat.settings import tf_keras_installed  # pylint: disable=unused-import
 
 __all__ = ["RunError", "prepare_environment", "run_module", "run_script"]
 

@@ -23,12 +23,8 @@ Nothing here imports TensorFlow: the command line and the pytest plugin load
 it before the device layout is chosen.
 """
 
-import dataclasses
-import functools
-import importlib.util
 import os
 import types
-from typing import Callable, Mapping, Optional, Tuple
 
 from tpu_compat import _config
 
@@ -49,21 +45,49 @@ COMMANDS = {RUN: ("run",), REGRESS: ("regress", "verify")}
 DEFAULT_EMULATED_REPLICAS = 8
 
 
+class FrozenError(AttributeError):
+    """A row or resolved settings were assigned to: they are read-only."""
+
+
+class _Frozen:
+    """Read-only after ``__init__`` (``import tpu_compat`` loads this module:
+    no dataclasses, whose import costs more than the whole package)."""
+
+    __slots__ = ()
+
+    def _init(self, **fields):
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        raise FrozenError(f"cannot assign to field {name!r}: {type(self).__name__} "
+                          f"is read-only")
+
+    def __delattr__(self, name):
+        raise FrozenError(f"cannot delete field {name!r}: {type(self).__name__} "
+                          f"is read-only")
+
+
 def _choices(allowed):
-    return functools.partial(_config.choice, allowed=allowed)
+    def parse(name, value):
+        return _config.choice(name, value, allowed)
+    return parse
 
 
 def tf_keras_installed():
     """Whether tf-keras (Keras 2, what legacy code expects) can be imported."""
+    import importlib.util  # pylint: disable=import-outside-toplevel
     return importlib.util.find_spec("tf_keras") is not None
 
 
-@dataclasses.dataclass(frozen=True)
-class Computed:
+class Computed(_Frozen):
     """A default that what is installed decides, computed when resolved."""
 
-    compute: Callable[[], object]
-    text: str  # how the documentation states it
+    __slots__ = ("compute", "text")
+
+    def __init__(self, compute, text):
+        # compute() -> the default; text: how the documentation states it.
+        self._init(compute=compute, text=text)
 
 
 # Keras 3 (TF 2.21's default tf.keras) with steps_per_execution under
@@ -73,30 +97,44 @@ _LEGACY_KERAS_FOR_RUN = Computed(lambda: "1" if tf_keras_installed() else None,
                                  "1 when tf-keras is installed")
 
 
-@dataclasses.dataclass(frozen=True)
-class Setting:
+class Setting(_Frozen):
     """One row: a setting, where it can be given, and its defaults."""
 
-    name: str  # the attribute of :class:`Settings`
-    variable: str
-    parse: Callable[[str, object], object]  # (name given under, raw) -> value
-    defaults: Mapping[str, object]  # entry point -> default (or a Computed one)
-    values: str  # the allowed values, for people
-    meaning: str  # README's explanation (markdown)
-    summary: str = ""  # --help's explanation
-    flag: Optional[str] = None
-    flag_entries: Tuple[str, ...] = ()  # entry points whose commands take ``flag``
-    metavar: Optional[str] = None
-    choices: Optional[Tuple[str, ...]] = None
-    pytest_option: Optional[str] = None
-    # How a value reads in --help, doctor and README (None: "unset").
-    show: Callable[[object], str] = str
-    # Entry points that set the variable to their default when it is unset,
-    # so the library code of the program (and the processes it starts) see it.
-    exported_by: Tuple[str, ...] = ()
-    # Whether a variable set to blanks counts as unset (ours do); TensorFlow
-    # reads TF_USE_LEGACY_KERAS="" as a choice (Keras 3), so the runner keeps it.
-    blank_is_unset: bool = True
+    __slots__ = ("name", "variable", "parse", "defaults", "values", "meaning", "summary",
+                 "flag", "flag_entries", "metavar", "choices", "pytest_option", "show",
+                 "exported_by", "blank_is_unset")
+
+    def __init__(self, name, variable, parse, defaults, *, values, meaning, summary="",
+                 flag=None, flag_entries=(), metavar=None, choices=None,
+                 pytest_option=None, show=str, exported_by=(), blank_is_unset=True):
+        """
+        Args:
+          name: the attribute of :class:`Settings`.
+          variable: the environment variable.
+          parse: ``parse(name given under, raw) -> value`` (:mod:`._config`).
+          defaults: ``{entry point: default}`` (or a :class:`Computed` one); the
+            entry points that read the setting.
+          values: the allowed values, for people; meaning: README's explanation.
+          summary: the flag's --help explanation.
+          flag, flag_entries: the flag, and the entry points whose commands take it.
+          metavar, choices: argparse's, for the flag.
+          pytest_option: the pytest plugin's option for it.
+          show: how a value reads in --help, doctor and README.
+          exported_by: entry points that set the variable to their default when
+            it is unset, so the program's library code (and the processes it
+            starts) see it.
+          blank_is_unset: whether a variable set to blanks counts as unset (ours
+            do); TensorFlow reads TF_USE_LEGACY_KERAS="" as a choice (Keras 3).
+        """
+        self._init(name=name, variable=variable, parse=parse,
+                   defaults=types.MappingProxyType(dict(defaults)), values=values,
+                   meaning=meaning, summary=summary, flag=flag,
+                   flag_entries=tuple(flag_entries), metavar=metavar, choices=choices,
+                   pytest_option=pytest_option, show=show,
+                   exported_by=tuple(exported_by), blank_is_unset=blank_is_unset)
+
+    def __repr__(self):
+        return f"Setting({self.name!r}, {self.variable!r})"
 
     def given_in(self, environ):
         """Whether ``environ`` sets the variable."""
@@ -301,7 +339,7 @@ def read(name, environ=None, entry=LIBRARY):
     return row(name).read(environ, entry)
 
 
-class Settings:
+class Settings(_Frozen):
     """The settings of one entry point, resolved once; read-only.
 
     Attributes are the rows' names (``backend``, ``num_replicas``, ...).
@@ -310,9 +348,8 @@ class Settings:
     __slots__ = ("entry", "_values", "_sources")
 
     def __init__(self, entry, values, sources):
-        object.__setattr__(self, "entry", entry)
-        object.__setattr__(self, "_values", types.MappingProxyType(dict(values)))
-        object.__setattr__(self, "_sources", types.MappingProxyType(dict(sources)))
+        self._init(entry=entry, _values=types.MappingProxyType(dict(values)),
+                   _sources=types.MappingProxyType(dict(sources)))
 
     def __getattr__(self, name):
         values = object.__getattribute__(self, "_values")
@@ -321,9 +358,6 @@ class Settings:
         raise AttributeError(
             f"{name!r} is not a setting resolved for {self.entry}; resolved: "
             f"{', '.join(values)}")
-
-    def __setattr__(self, name, value):
-        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
 
     def __repr__(self):
         values = ", ".join(f"{name}={value!r}" for name, value in self._values.items())
