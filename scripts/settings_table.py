@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Regenerate README.md's configuration table from tpu_compat/settings.py.
 
-The table sits between the markers ``settings.README_BEGIN`` and
-``settings.README_END``; everything else in README.md is left as it is.
+The table sits between the markers ``settings_docs.README_BEGIN`` and
+``settings_docs.README_END``; everything else in README.md is left as it is.
 
     python scripts/settings_table.py            # rewrite README.md's table
     python scripts/settings_table.py --check    # exit 1 if it is stale
@@ -15,7 +15,7 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from tpu_compat import settings  # noqa: E402  pylint: disable=wrong-import-position
+from tpu_compat import settings_docs  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def main(argv=None):
@@ -27,7 +27,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     with open(args.readme, encoding="utf-8") as handle:
         text = handle.read()
-    updated = settings.with_readme_table(text)
+    updated = settings_docs.with_readme_table(text)
     if args.check:
         if updated != text:
             print(f"{args.readme}: the settings table is stale; regenerate it with: "

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from conftest import REPO_ROOT
-from tpu_compat import _config, cli, runner, settings
+from tpu_compat import _config, cli, runner, settings, settings_docs
 from tpu_compat.commands import doctor
 from tpu_compat.regress import script_process
 
@@ -169,7 +169,7 @@ def test_readme_table_is_generated_from_the_table():
     readme_path = os.path.join(REPO_ROOT, "README.md")
     with open(readme_path, encoding="utf-8") as handle:
         readme = handle.read()
-    assert settings.with_readme_table(readme) == readme, (
+    assert settings_docs.with_readme_table(readme) == readme, (
         "README.md's configuration table is stale; regenerate it with: "
         "python scripts/settings_table.py")
     for setting in settings.ROWS:

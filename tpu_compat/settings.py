@@ -17,55 +17,25 @@ with :func:`read` when it needs it: the environment is the channel from the
 entry point to the program and to the processes it starts (``tpu-compat run``
 exports what it resolved, :func:`export`). ``tpu-compat run --help``,
 ``tpu-compat doctor`` and README.md's configuration table are generated from
-these rows (``python scripts/settings_table.py`` rewrites the README's).
+these rows (:mod:`tpu_compat.settings_docs` writes README's).
 
 Nothing here imports TensorFlow: the command line and the pytest plugin load
 it before the device layout is chosen.
 """
 
 import os
-import types
 
 from tpu_compat import _config
+# The table's shape, re-exported: settings.RUN, settings.Setting, ...
+from tpu_compat.settings_schema import (  # pylint: disable=unused-import
+    COMMANDS, ENTRY_POINT_NAMES, ENTRY_POINTS, LIBRARY, PYTEST, REGRESS, RUN, Computed,
+    FrozenError, Setting, Settings)
 
 __all__ = ["ENTRY_POINTS", "LIBRARY", "PYTEST", "REGRESS", "ROWS", "RUN", "Setting",
            "Settings", "add_flags", "export", "read", "resolve", "row"]
 
-# The entry points, in the order the documentation names them.
-RUN, REGRESS, PYTEST, LIBRARY = "run", "regress", "pytest", "install()"
-ENTRY_POINTS = (RUN, REGRESS, PYTEST, LIBRARY)
-# How the documentation names each entry point.
-ENTRY_POINT_NAMES = {RUN: "`run`", REGRESS: "`regress`, `verify`",
-                     PYTEST: "the pytest plugin",
-                     LIBRARY: "programs that call `install()` themselves"}
-# The subcommands that are each entry point (their flags share the rows).
-COMMANDS = {RUN: ("run",), REGRESS: ("regress", "verify")}
-
 # A v2-8 / v3-8 slice has 8 cores: what the emulated TPU has unless told.
 DEFAULT_EMULATED_REPLICAS = 8
-
-
-class FrozenError(AttributeError):
-    """A row or resolved settings were assigned to: they are read-only."""
-
-
-class _Frozen:
-    """Read-only after ``__init__`` (``import tpu_compat`` loads this module:
-    no dataclasses, whose import costs more than the whole package)."""
-
-    __slots__ = ()
-
-    def _init(self, **fields):
-        for name, value in fields.items():
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name, value):
-        raise FrozenError(f"cannot assign to field {name!r}: {type(self).__name__} "
-                          f"is read-only")
-
-    def __delattr__(self, name):
-        raise FrozenError(f"cannot delete field {name!r}: {type(self).__name__} "
-                          f"is read-only")
 
 
 def _choices(allowed):
@@ -80,113 +50,11 @@ def tf_keras_installed():
     return importlib.util.find_spec("tf_keras") is not None
 
 
-class Computed(_Frozen):
-    """A default that what is installed decides, computed when resolved."""
-
-    __slots__ = ("compute", "text")
-
-    def __init__(self, compute, text):
-        # compute() -> the default; text: how the documentation states it.
-        self._init(compute=compute, text=text)
-
-
 # Keras 3 (TF 2.21's default tf.keras) with steps_per_execution under
 # MirroredStrategy fails with INVALID_ARGUMENT; legacy code expects Keras 2,
 # which tf-keras is. Without tf-keras, TensorFlow's own default stays.
 _LEGACY_KERAS_FOR_RUN = Computed(lambda: "1" if tf_keras_installed() else None,
                                  "1 when tf-keras is installed")
-
-
-class Setting(_Frozen):
-    """One row: a setting, where it can be given, and its defaults."""
-
-    __slots__ = ("name", "variable", "parse", "defaults", "values", "meaning", "summary",
-                 "flag", "flag_entries", "metavar", "choices", "pytest_option", "show",
-                 "exported_by", "blank_is_unset")
-
-    def __init__(self, name, variable, parse, defaults, *, values, meaning, summary="",
-                 flag=None, flag_entries=(), metavar=None, choices=None,
-                 pytest_option=None, show=str, exported_by=(), blank_is_unset=True):
-        """
-        Args:
-          name: the attribute of :class:`Settings`.
-          variable: the environment variable.
-          parse: ``parse(name given under, raw) -> value`` (:mod:`._config`).
-          defaults: ``{entry point: default}`` (or a :class:`Computed` one); the
-            entry points that read the setting.
-          values: the allowed values, for people; meaning: README's explanation.
-          summary: the flag's --help explanation.
-          flag, flag_entries: the flag, and the entry points whose commands take it.
-          metavar, choices: argparse's, for the flag.
-          pytest_option: the pytest plugin's option for it.
-          show: how a value reads in --help, doctor and README.
-          exported_by: entry points that set the variable to their default when
-            it is unset, so the program's library code (and the processes it
-            starts) see it.
-          blank_is_unset: whether a variable set to blanks counts as unset (ours
-            do); TensorFlow reads TF_USE_LEGACY_KERAS="" as a choice (Keras 3).
-        """
-        self._init(name=name, variable=variable, parse=parse,
-                   defaults=types.MappingProxyType(dict(defaults)), values=values,
-                   meaning=meaning, summary=summary, flag=flag,
-                   flag_entries=tuple(flag_entries), metavar=metavar, choices=choices,
-                   pytest_option=pytest_option, show=show,
-                   exported_by=tuple(exported_by), blank_is_unset=blank_is_unset)
-
-    def __repr__(self):
-        return f"Setting({self.name!r}, {self.variable!r})"
-
-    def given_in(self, environ):
-        """Whether ``environ`` sets the variable."""
-        if self.blank_is_unset:
-            return bool(environ.get(self.variable, "").strip())
-        return self.variable in environ
-
-    def default(self, entry):
-        """The default at ``entry``."""
-        value = self.defaults[entry]
-        return value.compute() if isinstance(value, Computed) else value
-
-    def default_text(self, entry):
-        """The default at ``entry`` as the documentation states it."""
-        value = self.defaults[entry]
-        return value.text if isinstance(value, Computed) else self.show(value)
-
-    def _default_is_a_value(self, entry):
-        value = self.defaults[entry]
-        return value is not None and not isinstance(value, Computed)
-
-    def read(self, environ=None, entry=LIBRARY):
-        """The variable's value, parsed, else the default at ``entry``."""
-        environ = os.environ if environ is None else environ
-        if self.given_in(environ):
-            return self.parse(self.variable, environ[self.variable])
-        return self.default(entry)
-
-    def defaults_sentence(self, entries=ENTRY_POINTS, quote="`"):
-        """The defaults in words: one value, or which entry point has which."""
-        groups = {}
-        for entry in entries:
-            if entry in self.defaults:
-                text = self.default_text(entry)
-                if self._default_is_a_value(entry):
-                    text = f"{quote}{text}{quote}"
-                groups.setdefault(text, []).append(entry)
-        if len(groups) == 1:
-            return next(iter(groups))
-        parts = []
-        for text, group in groups.items():
-            names = [ENTRY_POINT_NAMES[entry] if quote else
-                     ENTRY_POINT_NAMES[entry].replace("`", "") for entry in group]
-            listed = (", ".join(names[:-1]) + " and " + names[-1]) if len(names) > 1 \
-                else names[0]
-            parts.append(f"{text} for {listed}")
-        return "; ".join(parts)
-
-    def help(self, entry):
-        """The flag's --help line for ``entry``'s commands."""
-        return (f"{self.summary} (default: ${self.variable}, else "
-                f"{self.default_text(entry)})")
 
 
 def _replicas_text(value):
@@ -339,41 +207,6 @@ def read(name, environ=None, entry=LIBRARY):
     return row(name).read(environ, entry)
 
 
-class Settings(_Frozen):
-    """The settings of one entry point, resolved once; read-only.
-
-    Attributes are the rows' names (``backend``, ``num_replicas``, ...).
-    """
-
-    __slots__ = ("entry", "_values", "_sources")
-
-    def __init__(self, entry, values, sources):
-        self._init(entry=entry, _values=types.MappingProxyType(dict(values)),
-                   _sources=types.MappingProxyType(dict(sources)))
-
-    def __getattr__(self, name):
-        values = object.__getattribute__(self, "_values")
-        if name in values:
-            return values[name]
-        raise AttributeError(
-            f"{name!r} is not a setting resolved for {self.entry}; resolved: "
-            f"{', '.join(values)}")
-
-    def __repr__(self):
-        values = ", ".join(f"{name}={value!r}" for name, value in self._values.items())
-        return f"Settings({self.entry}: {values})"
-
-    def __contains__(self, name):
-        return name in self._values
-
-    def source(self, name):
-        """Where ``name`` came from: the flag, the variable, or None (the default)."""
-        return self._sources[name]
-
-    def items(self):
-        return self._values.items()
-
-
 def resolve(entry, environ=None, flags=None, names=None):
     """The settings of entry point ``entry``, each validated once.
 
@@ -455,40 +288,3 @@ def add_flags(parser, entry, names=None):
     for setting in flag_rows(entry, names):
         parser.add_argument(setting.flag, dest=setting.name, choices=setting.choices,
                             metavar=setting.metavar, help=setting.help(entry))
-
-
-# -- generated documentation ---------------------------------------------------
-
-README_BEGIN = ("<!-- settings table: generated from tpu_compat/settings.py; do not edit. "
-                "Regenerate with: python scripts/settings_table.py -->")
-README_END = "<!-- end of settings table -->"
-
-
-def _flags_cell(setting):
-    cells = []
-    if setting.flag:
-        commands = [command for entry in setting.flag_entries for command in COMMANDS[entry]]
-        cells.append(f"`{setting.flag}` ({', '.join(f'`{c}`' for c in commands)})")
-    if setting.pytest_option:
-        cells.append(f"pytest `{setting.pytest_option}`")
-    return "; ".join(cells) or "—"
-
-
-def markdown_table():
-    """README.md's configuration table, one line per row."""
-    lines = [README_BEGIN,
-             "| variable | flag | values | default | meaning |",
-             "|---|---|---|---|---|"]
-    for setting in ROWS:
-        lines.append(f"| `{setting.variable}` | {_flags_cell(setting)} | {setting.values} | "
-                     f"{setting.defaults_sentence()} | {setting.meaning} |")
-    lines.append(README_END)
-    return "\n".join(lines) + "\n"
-
-
-def with_readme_table(text):
-    """``text`` (README.md) with its table between the markers regenerated."""
-    start, end = text.find(README_BEGIN), text.find(README_END)
-    if start < 0 or end < start:
-        raise ValueError(f"README.md lacks the markers {README_BEGIN!r} ... {README_END!r}")
-    return text[:start] + markdown_table() + text[end + len(README_END) + 1:]
