@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # bench_steps_per_run parses these flags and installs the emulated TPU.
 import bench_steps_per_run as bench  # noqa: E402
 
-from tpu_compat import _config  # noqa: E402
+from tpu_compat import settings  # noqa: E402
 from tpu_compat.runtime import fidelity  # noqa: E402
 
 check_seconds = []
@@ -39,7 +39,7 @@ fidelity.check_ops = timed_check_ops  # module attribute: emulated.py calls it s
 
 def build_and_run(choice):
     """Seconds to build variant (a) and run one 100-step host call (trace included)."""
-    os.environ[_config.FIDELITY_VAR] = choice
+    os.environ[settings.FIDELITY_VAR] = choice
     start = time.perf_counter()
     bench.variant_legacy()(bench.args.steps_per_run)
     return time.perf_counter() - start

@@ -1,19 +1,23 @@
-"""Configuration values: every bad value names its variable and the allowed values."""
+"""Configuration values: every bad value names its variable and the allowed values.
+
+The parsers (tpu_compat/_config.py) as the settings table uses them; the
+table itself is tested in test_settings.py.
+"""
 
 import pytest
 
-from tpu_compat import _config
+from tpu_compat import _config, settings
 
 
 @pytest.mark.parametrize("value,expected", [("", "auto"), ("auto", "auto"), (" CPU ", "cpu"),
                                             ("tpu", "tpu"), ("gpu", "gpu")])
 def test_backend_choice_accepts_allowed_values(value, expected):
-    assert _config.backend_choice({"TPU_COMPAT_BACKEND": value}) == expected
+    assert settings.read("backend", {"TPU_COMPAT_BACKEND": value}) == expected
 
 
 def test_backend_choice_names_variable_and_allowed_values():
     with pytest.raises(_config.ConfigError) as error:
-        _config.backend_choice({"TPU_COMPAT_BACKEND": "fpga"})
+        settings.read("backend", {"TPU_COMPAT_BACKEND": "fpga"})
     assert str(error.value) == (
         "TPU_COMPAT_BACKEND='fpga' is not valid; allowed values: auto, tpu, gpu, cpu")
 
@@ -23,21 +27,21 @@ def test_num_replicas_rejects_non_positive_ints(value):
     with pytest.raises(_config.ConfigError,
                        match=rf"^TPU_COMPAT_NUM_REPLICAS='{value}' is not valid; "
                              r"expected a positive integer$"):
-        _config.num_replicas({"TPU_COMPAT_NUM_REPLICAS": value})
+        settings.read("num_replicas", {"TPU_COMPAT_NUM_REPLICAS": value})
 
 
 def test_num_replicas_default_and_value():
-    assert _config.num_replicas({}) is None
-    assert _config.num_replicas({"TPU_COMPAT_NUM_REPLICAS": " 4 "}) == 4
+    assert settings.read("num_replicas", {}) is None
+    assert settings.read("num_replicas", {"TPU_COMPAT_NUM_REPLICAS": " 4 "}) == 4
 
 
 def test_warning_policy_values():
-    assert _config.warning_policy({}) is None
-    assert _config.warning_policy({"TPU_COMPAT_WARNINGS": "Error"}) == "error"
+    assert settings.read("warnings", {}) is None
+    assert settings.read("warnings", {"TPU_COMPAT_WARNINGS": "Error"}) == "error"
     with pytest.raises(_config.ConfigError,
                        match="TPU_COMPAT_WARNINGS='loud' is not valid; allowed values: "
                              "once, always, error, ignore"):
-        _config.warning_policy({"TPU_COMPAT_WARNINGS": "loud"})
+        settings.read("warnings", {"TPU_COMPAT_WARNINGS": "loud"})
 
 
 def test_positive_int_rejects_bool():

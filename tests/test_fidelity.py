@@ -13,7 +13,7 @@ a legitimate low-level program still passes.
 
 import pytest
 
-from tpu_compat import _config
+from tpu_compat import _config, settings
 from conftest import check_ok, parse_numbers, run_scenario
 
 FAILING = {
@@ -66,7 +66,7 @@ def _cases(stdout):
 def runs():
     return {fidelity: _cases(check_ok(run_scenario(
         "fidelity_checks.py", 2, tf1=True,
-        env={_config.FIDELITY_VAR: fidelity, "TPU_COMPAT_WARNINGS": "ignore"})).stdout)
+        env={settings.FIDELITY_VAR: fidelity, "TPU_COMPAT_WARNINGS": "ignore"})).stdout)
         for fidelity in ("cpu", "tpu")}
 
 
@@ -74,7 +74,7 @@ def runs():
 def runs_tf2():
     return {fidelity: _cases(check_ok(run_scenario(
         "fidelity_checks_tf2.py", 2,
-        env={_config.FIDELITY_VAR: fidelity, "TPU_COMPAT_WARNINGS": "ignore"})).stdout)
+        env={settings.FIDELITY_VAR: fidelity, "TPU_COMPAT_WARNINGS": "ignore"})).stdout)
         for fidelity in ("cpu", "tpu")}
 
 
@@ -125,14 +125,14 @@ def test_tf2_legitimate_steps_pass_under_tpu_with_the_same_result(runs_tf2, case
 
 def test_tpu_replicate_parity_passes_under_tpu_fidelity():
     result = check_ok(run_scenario("lowlevel_parity.py", 2, tf1=True, env={
-        _config.FIDELITY_VAR: "tpu", "TPU_COMPAT_WARNINGS": "ignore"}))
+        settings.FIDELITY_VAR: "tpu", "TPU_COMPAT_WARNINGS": "ignore"}))
     assert parse_numbers(result.stdout).get("DONE") == 1
 
 
 def test_bad_fidelity_value_names_the_variable():
     with pytest.raises(_config.ConfigError, match="TPU_COMPAT_FIDELITY='gpu'.*cpu, tpu"):
-        _config.fidelity_choice({_config.FIDELITY_VAR: "gpu"})
-    assert _config.fidelity_choice({}) == "cpu"
+        settings.read("fidelity", {settings.FIDELITY_VAR: "gpu"})
+    assert settings.read("fidelity", {}) == "cpu"
 
 
 @pytest.mark.parametrize("environ, flag, expected", [

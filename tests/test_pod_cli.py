@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from conftest import assert_one_error_line, run_cli
-from tpu_compat import _config, _pytest_child, pytest_plugin, runner
+from tpu_compat import _config, _pytest_child, pytest_plugin, runner, settings
 from tpu_compat.commands import doctor
 from tpu_compat.runtime import pod, pod_worker
 
@@ -30,8 +30,8 @@ def _prepare(environ=None, **flags):
 
 def test_hosts_flag_sets_the_variable():
     environ = _prepare(hosts="2", replicas="4")
-    assert environ[_config.HOSTS_VAR] == "2" and environ[_config.REPLICAS_VAR] == "4"
-    assert _prepare(hosts=4)[_config.HOSTS_VAR] == "4"  # 8 replicas by default
+    assert environ[settings.HOSTS_VAR] == "2" and environ[settings.REPLICAS_VAR] == "4"
+    assert _prepare(hosts=4)[settings.HOSTS_VAR] == "4"  # 8 replicas by default
 
 
 @pytest.mark.parametrize("flags,environ,message", [

@@ -163,12 +163,12 @@ def test_unconditional_skip_starts_no_child(run, pytester):
 def test_tests_run_with_tpu_fidelity_unless_chosen(run, monkeypatch):
     source = """
         import os
-        from tpu_compat import _config
+        from tpu_compat import settings
 
         def test_fidelity(request):
             # What the fixtures read at trace time and the children inherit.
-            assert _config.fidelity_choice() == os.environ["TPU_COMPAT_FIDELITY"]
-            print("FIDELITY=" + _config.fidelity_choice())
+            assert settings.read("fidelity") == os.environ["TPU_COMPAT_FIDELITY"]
+            print("FIDELITY=" + settings.read("fidelity"))
     """
     run(source, "-s").stdout.fnmatch_lines(["*FIDELITY=tpu*"])
     run(source, "-s", "--tpu-compat-fidelity=cpu").stdout.fnmatch_lines(["*FIDELITY=cpu*"])

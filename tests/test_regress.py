@@ -1,7 +1,7 @@
 """`tpu-compat regress`: capture, golden files, comparison, running, JUnit, the examples.
 
 Most cases run tiny scripts that do not import TensorFlow under plain
-``python`` (``runner.python_command``): the runner, capture and comparison
+``python`` (``script_process.python_command``): the runner, capture and comparison
 layers are the same, and each case costs a fraction of a second. The
 end-to-end cases at the bottom run the repository's examples under
 ``python -m tpu_compat run`` against the golden files in examples/golden/.
@@ -24,7 +24,7 @@ import pytest
 
 from tpu_compat import _config, cli
 from tpu_compat.regress import (artifacts, capture, compare, golden, junit, measure,
-                                runner, sidecar, suite)
+                                script_process, sidecar, suite)
 from tpu_compat.regress.reported import CaptureError, ReportedNumbers, read_standard_lines
 from conftest import EXAMPLES, REPO_ROOT, process_gone, run_cli, subprocess_env
 
@@ -269,7 +269,7 @@ def test_one_failing_or_hanging_script_never_stops_the_others(fake_suite, tmp_pa
     golden_dir = str(tmp_path / "golden")
     seen = []
     outcomes = suite.run_suite(scripts, golden_dir, "record", options(timeout=2.0),
-                               command=runner.python_command, on_outcome=seen.append)
+                               command=script_process.python_command, on_outcome=seen.append)
     assert seen == outcomes
     by_name = {o.script.golden_name: o for o in outcomes}
     assert [o.status for o in outcomes] == ["passed", "error", "error", "error"]
@@ -290,7 +290,7 @@ def test_one_failing_or_hanging_script_never_stops_the_others(fake_suite, tmp_pa
     # (tpu_compat.runner seeds with it; here `random` is seeded by hand).
     recorded = golden.load(os.path.join(golden_dir, "good.json"))
     assert recorded.seed == 0 and recorded.replicas == 2
-    checked = suite.check(scripts[0], golden_dir, options(), command=runner.python_command)
+    checked = suite.check(scripts[0], golden_dir, options(), command=script_process.python_command)
     assert checked.status == "failed"  # plain python does not seed `random`
     assert checked.comparison.differences[0].key == "value"
 
@@ -304,7 +304,7 @@ def test_seed_variable_reaches_the_script(tmp_path, monkeypatch):
     """)
     config = sidecar.load(script)
     result = measure.measure(measure.launch_for(script, config, options(seed=42)), config,
-                             command=runner.python_command)
+                             command=script_process.python_command)
     assert result.numbers == {"seed": 42.0, "hashseed": 42.0}
 
 
@@ -313,15 +313,16 @@ def test_check_reports_golden_problems_without_running(tmp_path):
     golden_dir = tmp_path / "golden"
     golden_dir.mkdir()
     scripts = suite.discover([str(tmp_path / "s")])
-    missing = suite.check(scripts[0], str(golden_dir), options(), runner.python_command)
+    missing = suite.check(scripts[0], str(golden_dir), options(), script_process.python_command)
     assert missing.status == "error" and missing.measurement is None
     assert missing.message == f"{golden_dir}/a.json: no golden file; record one with --record"
     golden.write(str(golden_dir / "a.json"), golden.Golden(script, 8, 0, {"x": 1.0}))
-    other = suite.check(scripts[0], str(golden_dir), options(replicas=2), runner.python_command)
+    other = suite.check(scripts[0], str(golden_dir), options(replicas=2),
+                        script_process.python_command)
     assert other.message == (f"{golden_dir}/a.json: recorded with 8 replicas, but this check "
                              f"runs with 2; check with --replicas 8, or record again")
     (golden_dir / "a.json").write_text("{broken")
-    corrupt = suite.check(scripts[0], str(golden_dir), options(), runner.python_command)
+    corrupt = suite.check(scripts[0], str(golden_dir), options(), script_process.python_command)
     assert corrupt.message.startswith(f"{golden_dir}/a.json: golden file is not valid JSON")
 
 
@@ -330,10 +331,10 @@ def test_sidecar_tolerance_beats_the_command_line(tmp_path):
     golden_dir = str(tmp_path / "golden")
     golden.write(os.path.join(golden_dir, "a.json"), golden.Golden(script, 2, 0, {"loss": 1.0}))
     [found] = suite.discover([str(tmp_path / "s")])
-    strict = suite.check(found, golden_dir, options(rtol=0.01), runner.python_command)
+    strict = suite.check(found, golden_dir, options(rtol=0.01), script_process.python_command)
     assert strict.status == "failed"
     write(tmp_path / "s" / "a.regress.toml", "rtol = 0.1\n")
-    loose = suite.check(found, golden_dir, options(rtol=0.01), runner.python_command)
+    loose = suite.check(found, golden_dir, options(rtol=0.01), script_process.python_command)
     assert loose.status == "passed"
 
 
@@ -385,8 +386,9 @@ needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /
 @needs_proc
 def test_timeout_kills_the_script_and_everything_it_started(family):
     script, pid_file = family
-    result = runner.run(runner.Launch(script, replicas=2, timeout=3.0, args=(pid_file,)),
-                        command=runner.python_command)
+    result = script_process.run(
+        script_process.Launch(script, replicas=2, timeout=3.0, args=(pid_file,)),
+        command=script_process.python_command)
     assert result.timed_out and "loss: 0.5" in result.stdout
     script_pid, grandchild_pid = _pids(pid_file)
     assert process_gone(script_pid) and process_gone(grandchild_pid)
@@ -395,9 +397,9 @@ def test_timeout_kills_the_script_and_everything_it_started(family):
 @needs_proc
 def test_what_a_finished_script_left_running_is_killed(family):
     script, pid_file = family
-    result = runner.run(runner.Launch(script, replicas=2, timeout=60.0,
-                                      args=(pid_file, "exit")),
-                        command=runner.python_command)
+    result = script_process.run(
+        script_process.Launch(script, replicas=2, timeout=60.0, args=(pid_file, "exit")),
+        command=script_process.python_command)
     assert result.returncode == 0 and result.seconds < 30
     assert process_gone(_pids(pid_file)[1])
 
@@ -408,8 +410,8 @@ REGRESS_DRIVER = """\
 import signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # even if inherited ignored
 from tpu_compat import cli
-from tpu_compat.regress import runner
-runner.tpu_compat_command = runner.python_command
+from tpu_compat.regress import script_process
+script_process.tpu_compat_command = script_process.python_command
 sys.exit(cli.main(sys.argv[1:]))
 """
 
@@ -449,8 +451,9 @@ def test_scripts_run_on_the_cpu_emulation_unless_a_backend_was_chosen(tmp_path,
     """)
 
     def backend_seen(**launch):
-        result = runner.run(runner.Launch(script, replicas=8, timeout=60.0, **launch),
-                            command=runner.python_command)
+        result = script_process.run(
+            script_process.Launch(script, replicas=8, timeout=60.0, **launch),
+            command=script_process.python_command)
         assert result.returncode == 0, result.stderr
         return result.stdout.strip()
 
@@ -473,8 +476,9 @@ def test_scripts_run_with_tpu_fidelity_unless_one_was_chosen(tmp_path, monkeypat
     """)
 
     def fidelity_seen(**launch):
-        result = runner.run(runner.Launch(script, replicas=8, timeout=60.0, **launch),
-                            command=runner.python_command)
+        result = script_process.run(
+            script_process.Launch(script, replicas=8, timeout=60.0, **launch),
+            command=script_process.python_command)
         assert result.returncode == 0, result.stderr
         return result.stdout.splitlines()[-1]
 
@@ -489,7 +493,7 @@ def test_scripts_run_with_tpu_fidelity_unless_one_was_chosen(tmp_path, monkeypat
     assert "fidelity tpu;" in capsys.readouterr().out
     monkeypatch.setenv("TPU_COMPAT_FIDELITY", "gpu")
     with pytest.raises(_config.ConfigError, match="TPU_COMPAT_FIDELITY='gpu'"):
-        runner.chosen_fidelity()
+        script_process.chosen_fidelity()
 
 
 def test_cli_backend_option_and_variable(tmp_path, capsys, monkeypatch, plain_python):
@@ -512,7 +516,7 @@ def test_cli_backend_option_and_variable(tmp_path, capsys, monkeypatch, plain_py
 
 @pytest.fixture
 def plain_python(monkeypatch):
-    monkeypatch.setattr(runner, "tpu_compat_command", runner.python_command)
+    monkeypatch.setattr(script_process, "tpu_compat_command", script_process.python_command)
 
 
 def test_cli_record_then_check_with_junit(fake_suite, tmp_path, capsys, plain_python):

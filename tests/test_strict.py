@@ -10,7 +10,7 @@ import warnings
 
 import pytest
 
-from tpu_compat import _config, deprecation
+from tpu_compat import _config, deprecation, settings
 from conftest import SCENARIOS, check_ok, run_cli
 
 PURE_EAGER = ("NotImplementedError: TPUStrategy.run(fn, ...) does not support pure eager "
@@ -108,15 +108,15 @@ def test_off_keeps_the_legacy_conveniences():
 @pytest.fixture
 def strict_module(monkeypatch):
     from tpu_compat.runtime import strict  # pylint: disable=import-outside-toplevel
-    for var in (_config.STRICT_VAR, _config.WARNINGS_VAR):
+    for var in (settings.STRICT_VAR, settings.WARNINGS_VAR):
         monkeypatch.delenv(var, raising=False)
     return strict
 
 
 @pytest.mark.parametrize("choice,expected", [("on", True), ("off", False), (" ON ", True)])
 def test_explicit_choice_wins(strict_module, monkeypatch, choice, expected):
-    monkeypatch.setenv(_config.STRICT_VAR, choice)
-    monkeypatch.setenv(_config.WARNINGS_VAR, "ignore" if expected else "error")
+    monkeypatch.setenv(settings.STRICT_VAR, choice)
+    monkeypatch.setenv(settings.WARNINGS_VAR, "ignore" if expected else "error")
     assert strict_module.enabled() is expected
 
 
@@ -124,7 +124,7 @@ def test_auto_follows_the_warning_policy(strict_module, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("default")
         assert not strict_module.enabled()
-        monkeypatch.setenv(_config.WARNINGS_VAR, "error")
+        monkeypatch.setenv(settings.WARNINGS_VAR, "error")
         assert strict_module.enabled()
 
 
@@ -149,5 +149,5 @@ def test_bad_strict_value_names_the_variable_and_choices():
     with pytest.raises(_config.ConfigError,
                        match="TPU_COMPAT_STRICT='maybe' is not valid; allowed values: "
                              "auto, on, off"):
-        _config.strict_choice({"TPU_COMPAT_STRICT": "maybe"})
-    assert _config.strict_choice({}) == "auto"
+        settings.read("strict", {"TPU_COMPAT_STRICT": "maybe"})
+    assert settings.read("strict", {}) == "auto"

@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from tpu_compat.migrate import upgrade
-from tpu_compat.regress import measure, runner, verify
+from tpu_compat.regress import measure, script_process, verify
 from conftest import EXAMPLES, SCENARIOS, run_cli
 
 TF1_EXAMPLE = os.path.join(EXAMPLES, "tf1_linear_regression.py")
@@ -43,7 +43,7 @@ def upgraded_copy(example, directory, edit=None):
 def test_equal_numbers_pass(tmp_path):
     legacy = write(tmp_path / "legacy.py", "print('loss: 0.5')\nprint('acc=0.9')\n")
     migrated = write(tmp_path / "migrated.py", "print('loss: 0.50000001')\nprint('acc=0.9')\n")
-    result = verify.verify(legacy, migrated, OPTIONS, command=runner.python_command)
+    result = verify.verify(legacy, migrated, OPTIONS, command=script_process.python_command)
     assert result.passed and result.problem is None
     assert result.comparison.summary() == "all 2 numbers equal within rtol=0.0001, atol=1e-06"
 
@@ -51,7 +51,7 @@ def test_equal_numbers_pass(tmp_path):
 def test_different_numbers_fail_with_the_differences(tmp_path):
     legacy = write(tmp_path / "legacy.py", "print('loss: 0.5')\nprint('acc=0.9')\n")
     migrated = write(tmp_path / "migrated.py", "print('loss: 0.7')\n")
-    result = verify.verify(legacy, migrated, OPTIONS, command=runner.python_command)
+    result = verify.verify(legacy, migrated, OPTIONS, command=script_process.python_command)
     assert not result.passed
     assert [(d.key, d.kind) for d in result.comparison.differences] == [
         ("loss", "changed"), ("acc", "missing")]
@@ -62,9 +62,9 @@ def test_migrated_copy_uses_the_legacy_sidecar_unless_it_has_its_own(tmp_path):
     write(tmp_path / "legacy.regress.toml", "[patterns]\nloss = 'final loss was (\\S+)'\n")
     (tmp_path / "out").mkdir()
     migrated = write(tmp_path / "out" / "legacy.py", "print('final loss was 0.25')\n")
-    assert verify.verify(legacy, migrated, OPTIONS, command=runner.python_command).passed
+    assert verify.verify(legacy, migrated, OPTIONS, command=script_process.python_command).passed
     write(tmp_path / "out" / "legacy.regress.toml", "standard_lines = true\n")
-    result = verify.verify(legacy, migrated, OPTIONS, command=runner.python_command)
+    result = verify.verify(legacy, migrated, OPTIONS, command=script_process.python_command)
     assert result.problem.startswith(f"{migrated} (migrated) reported no numbers")
 
 
@@ -79,7 +79,7 @@ def test_legacy_api_left_in_the_migrated_script_is_named(tmp_path):
               "[TPC015]", file=sys.stderr)
         sys.exit(1)
     """)
-    result = verify.verify(legacy, migrated, OPTIONS, command=runner.python_command)
+    result = verify.verify(legacy, migrated, OPTIONS, command=script_process.python_command)
     assert result.problem == (
         f"{migrated} still uses legacy TPU APIs, so it fails under --warnings=error: "
         f"Strategy.unwrap is a TF 1.15 API; use strategy.experimental_local_results(value) "
@@ -89,7 +89,7 @@ def test_legacy_api_left_in_the_migrated_script_is_named(tmp_path):
 def test_a_failing_legacy_script_is_reported_first(tmp_path):
     legacy = write(tmp_path / "legacy.py", "raise SystemExit(4)\n")
     migrated = write(tmp_path / "migrated.py", "print('loss: 0.5')\n")
-    result = verify.verify(legacy, migrated, OPTIONS, command=runner.python_command)
+    result = verify.verify(legacy, migrated, OPTIONS, command=script_process.python_command)
     assert result.problem == f"{legacy} (legacy) exited with code 4"
 
 
@@ -98,14 +98,14 @@ def test_migrated_runs_strictly_with_warnings_error_and_legacy_leniently(tmp_pat
 
     def record_command(launch):
         launches.append(launch)
-        return runner.python_command(launch)
+        return script_process.python_command(launch)
 
     legacy = write(tmp_path / "legacy.py", "print('loss: 0.5')\n")
     migrated = write(tmp_path / "migrated.py", "print('loss: 0.5')\n")
     verify.verify(legacy, migrated, OPTIONS, command=record_command)
     assert [(l.script, l.warnings, l.strict, l.replicas, l.seed) for l in launches] == [
         (legacy, "once", "off", 2, 0), (migrated, "error", "on", 2, 0)]
-    assert runner.tpu_compat_command(launches[1])[3:] == [
+    assert script_process.tpu_compat_command(launches[1])[3:] == [
         "run", "--replicas", "2", "--warnings", "error", "--strict", "on", migrated]
 
 

@@ -1,57 +1,25 @@
-"""Configuration read from the environment, validated in one place.
+"""The parsers of the settings table (:mod:`tpu_compat.settings`).
 
-Every value a user can set (environment variable or the matching
-``tpu-compat run`` flag) is parsed here, so that a bad value always produces
-the same message: the variable's name, the bad value and what is allowed.
-Nothing here imports TensorFlow.
+Each parser takes the name the value came under (an environment variable, a
+``tpu-compat`` flag, a pytest option or a library argument) and the raw value,
+and returns the parsed value or raises :class:`ConfigError` naming that name,
+the bad value and what is allowed; so a bad value reads the same wherever it
+was given. Which variable, flag and default each setting has is the table's
+business, not this module's. Nothing here imports TensorFlow.
 """
-
-import os
-
-BACKEND_VAR = "TPU_COMPAT_BACKEND"
-REPLICAS_VAR = "TPU_COMPAT_NUM_REPLICAS"
-WARNINGS_VAR = "TPU_COMPAT_WARNINGS"
-# TF 2.21's TPUStrategy rules for modern calls (docs/emulated_tpu.md#strict-mode).
-STRICT_VAR = "TPU_COMPAT_STRICT"
-# How faithfully the emulated TPU models a TPU's compiler (docs/emulated_tpu.md#fidelity).
-FIDELITY_VAR = "TPU_COMPAT_FIDELITY"
-# Emulated TPU pod slices (docs/pods.md): hosts, each a TF worker process.
-HOSTS_VAR = "TPU_COMPAT_NUM_HOSTS"
-# Seconds a pod worker may take to come up (and, with TF_CONFIG, to answer).
-POD_TIMEOUT_VAR = "TPU_COMPAT_POD_TIMEOUT"
-# First loopback port of the workers `--hosts` starts (default: free ports).
-POD_PORT_VAR = "TPU_COMPAT_POD_PORT"
-DEFAULT_POD_TIMEOUT = 60.0
-# Set by `tpu-compat regress` / `verify`: seed the RNGs before the script runs.
-SEED_VAR = "TPU_COMPAT_SEED"
-
-BACKENDS = ("auto", "tpu", "gpu", "cpu")
-WARNING_POLICIES = ("once", "always", "error", "ignore")
-# auto: strict exactly when legacy-API warnings are errors.
-STRICT_CHOICES = ("auto", "on", "off")
-# tpu: replica steps are checked at trace time as TF 2.21's TPU compiler would;
-# cpu: whatever the emulated cores (CPU devices) can run, runs.
-FIDELITY_CHOICES = ("cpu", "tpu")
-DEFAULT_EMULATED_REPLICAS = 8  # a v2-8 / v3-8 slice has 8 cores
 
 
 class ConfigError(ValueError):
     """A configuration value (variable, flag or argument) is not allowed."""
 
 
-def _choice(name, value, allowed):
-    value_norm = value.strip().lower()
+def choice(name, value, allowed):
+    """``value`` lower-cased and stripped, when it is one of ``allowed``."""
+    value_norm = str(value).strip().lower()
     if value_norm not in allowed:
         raise ConfigError(
             f"{name}={value!r} is not valid; allowed values: {', '.join(allowed)}")
     return value_norm
-
-
-def backend_choice(environ=None):
-    """The requested backend: one of BACKENDS (default ``auto``)."""
-    environ = os.environ if environ is None else environ
-    raw = environ.get(BACKEND_VAR, "")
-    return _choice(BACKEND_VAR, raw, BACKENDS) if raw.strip() else "auto"
 
 
 def positive_int(name, value):
@@ -71,52 +39,45 @@ def positive_int(name, value):
     return number
 
 
-def num_replicas(environ=None):
-    """The requested replica count, or None when the backend should decide."""
-    environ = os.environ if environ is None else environ
-    raw = environ.get(REPLICAS_VAR, "")
-    return positive_int(REPLICAS_VAR, raw) if raw.strip() else None
-
-
-def num_hosts(environ=None):
-    """The requested number of pod hosts, or None (one host)."""
-    environ = os.environ if environ is None else environ
-    raw = environ.get(HOSTS_VAR, "")
-    return positive_int(HOSTS_VAR, raw) if raw.strip() else None
-
-
-def pod_timeout(environ=None):
-    """Seconds a pod worker may take to start (default 60)."""
-    environ = os.environ if environ is None else environ
-    raw = environ.get(POD_TIMEOUT_VAR, "")
-    if not raw.strip():
-        return DEFAULT_POD_TIMEOUT
+def non_negative_int(name, value):
+    """Parses ``value`` as an int >= 0 (a seed), naming ``name`` when it is not one."""
     try:
-        value = float(raw.strip())
+        number = int(str(value).strip(), 10)
     except ValueError:
-        value = -1.0
-    if not 0 < value < float("inf"):
+        number = -1
+    if isinstance(value, bool) or number < 0:
+        raise ConfigError(f"{name}={value!r} is not valid; expected a non-negative integer")
+    return number
+
+
+def positive_seconds(name, value):
+    """Parses ``value`` as a finite positive number of seconds."""
+    try:
+        seconds = float(str(value).strip())
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
         raise ConfigError(
-            f"{POD_TIMEOUT_VAR}={raw!r} is not valid; expected a positive number "
-            f"of seconds")
-    return value
+            f"{name}={value!r} is not valid; expected a positive number of seconds")
+    return seconds
 
 
-def pod_port(environ=None):
-    """The first port of the pod's loopback workers, or None (free ports)."""
-    environ = os.environ if environ is None else environ
-    raw = environ.get(POD_PORT_VAR, "")
-    if not raw.strip():
-        return None
-    port = positive_int(POD_PORT_VAR, raw)
+def port_number(name, value):
+    """Parses ``value`` as a TCP port, 1 to 65535."""
+    port = positive_int(name, value)
     if port > 65535:
-        raise ConfigError(f"{POD_PORT_VAR}={raw!r} is not valid; expected a port "
-                          f"number from 1 to 65535")
+        raise ConfigError(f"{name}={value!r} is not valid; expected a port number "
+                          f"from 1 to 65535")
     return port
 
 
-def cores_per_host(hosts, replicas, hosts_name=HOSTS_VAR, replicas_name=REPLICAS_VAR,
-                   replicas_defaulted=False):
+def any_text(name, value):
+    """The value as given: for variables another program reads (TensorFlow)."""
+    del name
+    return str(value)
+
+
+def cores_per_host(hosts, replicas, hosts_name, replicas_name, replicas_defaulted=False):
     """Emulated cores on each of ``hosts`` hosts sharing ``replicas`` replicas.
 
     Every host of a pod slice has the same number of cores, so ``replicas``
@@ -131,40 +92,3 @@ def cores_per_host(hosts, replicas, hosts_name=HOSTS_VAR, replicas_name=REPLICAS
             f"hosts; the number of replicas must be a multiple of the number of "
             f"hosts (every host of a pod slice has the same number of cores)")
     return replicas // hosts
-
-
-def warning_policy(environ=None):
-    """The requested deprecation policy, or None when the user did not choose."""
-    environ = os.environ if environ is None else environ
-    raw = environ.get(WARNINGS_VAR, "")
-    return _choice(WARNINGS_VAR, raw, WARNING_POLICIES) if raw.strip() else None
-
-
-def strict_choice(environ=None):
-    """The requested strict mode: one of STRICT_CHOICES (default ``auto``)."""
-    environ = os.environ if environ is None else environ
-    raw = environ.get(STRICT_VAR, "")
-    return _choice(STRICT_VAR, raw, STRICT_CHOICES) if raw.strip() else "auto"
-
-
-def fidelity_choice(environ=None):
-    """The requested fidelity: one of FIDELITY_CHOICES (default ``cpu``)."""
-    environ = os.environ if environ is None else environ
-    raw = environ.get(FIDELITY_VAR, "")
-    return _choice(FIDELITY_VAR, raw, FIDELITY_CHOICES) if raw.strip() else "cpu"
-
-
-def seed(environ=None):
-    """The seed for Python, NumPy and TensorFlow RNGs, or None to leave them alone."""
-    environ = os.environ if environ is None else environ
-    raw = environ.get(SEED_VAR, "")
-    if not raw.strip():
-        return None
-    try:
-        value = int(raw.strip(), 10)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise ConfigError(
-            f"{SEED_VAR}={raw!r} is not valid; expected a non-negative integer")
-    return value

@@ -21,7 +21,7 @@ import tempfile
 
 import pytest
 
-from tpu_compat import _config, _process
+from tpu_compat import _process, settings
 
 # Hidden option: "you are the child; append your reports to FILE". Its
 # presence is also what stops a child from delegating again.
@@ -140,11 +140,11 @@ def child_environment(count, hosts=None, environ=None):
     env = dict(os.environ if environ is None else environ)
     # A child process starts without TensorFlow: this is what its
     # tpu_compat configures the devices with.
-    env[_config.REPLICAS_VAR] = str(count)
+    env[settings.REPLICAS_VAR] = str(count)
     if hosts is not None:
         # An emulated pod slice: the child starts its hosts' worker processes
         # (their own sessions), which end when it ends: their stdin closes.
-        env[_config.HOSTS_VAR] = str(hosts)
+        env[settings.HOSTS_VAR] = str(hosts)
     return env
 
 

@@ -1,10 +1,12 @@
 """The ``tpu-compat`` command line (also ``python -m tpu_compat``).
 
-Each subcommand lives in its own module exposing ``register(subparsers)``,
-which adds a parser whose ``handler(args) -> int`` does the work. Library code
-neither prints nor exits; this module turns errors into one line on stderr
-and exit code 2 (usage, configuration: ``runner.own_errors()``), 1 (findings,
-failures, TensorFlow missing) or 0.
+Each subcommand lives in its own module of :mod:`tpu_compat.commands`
+exposing ``register(subparsers)``, which adds a parser whose
+``handler(args) -> int`` does the work; the engines are below it (runner,
+migrate/, regress/, runtime/). Library code neither prints nor exits; this
+module turns errors into one line on stderr and an exit code of
+:mod:`tpu_compat.exit_codes`: 2 (usage, configuration: ``runner.own_errors()``),
+1 (findings, failures, TensorFlow missing) or 0.
 """
 
 import argparse
@@ -13,6 +15,7 @@ import sys
 
 from tpu_compat import runner, tf_support
 from tpu_compat._version import __version__
+from tpu_compat.exit_codes import EXIT_FAILURE, EXIT_USAGE, UsageError
 
 # Modules that register subcommands, in help order. A module that is not
 # importable (an optional part missing) is skipped, not fatal.
@@ -21,15 +24,12 @@ COMMAND_MODULES = (
     "tpu_compat.commands.doctor",
     "tpu_compat.commands.worker",
     "tpu_compat.commands.matrix",
-    "tpu_compat.migrate.commands",
-    "tpu_compat.regress.commands",
+    "tpu_compat.commands.scan",
+    "tpu_compat.commands.upgrade",
+    "tpu_compat.commands.regress",
 )
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
-
-
-class UsageError(Exception):
-    """Bad command-line input; reported as one line with exit code 2."""
+__all__ = ["UsageError", "build_parser", "main"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -23,7 +23,7 @@ import sys
 import threading
 import warnings
 
-from tpu_compat import _config
+from tpu_compat import _config, settings
 
 __all__ = [
     "PolicyChange",
@@ -114,11 +114,11 @@ def apply_policy(policy=None):
       A :class:`PolicyChange`; calling it undoes this call's change.
     """
     if policy is None:
-        policy = _config.warning_policy()
+        policy = settings.read("warnings")
     elif policy not in _POLICY_TO_ACTION:
         raise _config.ConfigError(
             f"warnings={policy!r} is not valid; allowed values: "
-            f"{', '.join(_config.WARNING_POLICIES)}")
+            f"{', '.join(settings.WARNING_POLICIES)}")
     removed, added = [], []
     with _filters_lock:
         # Drop the filters this function added before, so switching is exact.

@@ -36,7 +36,7 @@ import warnings
 
 import pytest
 
-from tpu_compat import _config, _pytest_child, deprecation, tf_support
+from tpu_compat import _config, _pytest_child, deprecation, settings, tf_support
 from tpu_compat.deprecation import TPUCompatDeprecationWarning
 
 MARKER = "tpu_replicas"
@@ -44,34 +44,46 @@ MARKER = "tpu_replicas"
 # in every test's fixture closure, which pytest requires of a parameter name.
 _REPLICAS_PARAM = "_tpu_compat_replicas"
 _CATEGORY_PATH = "tpu_compat.TPUCompatDeprecationWarning"
-# Tests answer "does this work on a TPU": replica steps are checked as a TPU
-# compiles them unless the user chose otherwise (same default as regress).
-DEFAULT_FIDELITY = "tpu"
+# The settings the plugin resolves when pytest starts (the others are read by
+# tpu_compat.install() and the fixtures, as in any program).
+_SETTINGS = ("backend", "num_replicas")
+
+
+def _option(name):
+    """The pytest option of setting ``name`` (tpu_compat/settings.py), as a dest."""
+    return settings.row(name).pytest_option.lstrip("-").replace("-", "_")
+
+
+def _option_help(name, text):
+    """``text`` and the setting's default here, from the table."""
+    setting = settings.row(name)
+    return (f"{text} (default: ${setting.variable}, else "
+            f"{setting.default_text(settings.PYTEST)})")
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("tpu_compat",
                             "tpu_compat: legacy TPU code on an emulated or real TPU")
     group.addoption(
-        "--tpu-compat-replicas", metavar="N", default=None,
-        help=f"cores of the emulated TPU this process tests on (default: "
-             f"${_config.REPLICAS_VAR} or {_config.DEFAULT_EMULATED_REPLICAS}); "
-             f"tests marked tpu_replicas with other counts run in child processes")
+        settings.row("num_replicas").pytest_option, metavar="N", default=None,
+        help=_option_help("num_replicas", "cores of the emulated TPU this process tests "
+                          "on; tests marked tpu_replicas with other counts run in "
+                          "child processes"))
     group.addoption(
-        "--tpu", action="store_true", default=False,
+        settings.row("backend").pytest_option, action="store_true", default=False,
         help="test on a real TPU (the one TPU_NAME names, or the local TPU VM); "
              "also implied by TPU_NAME")
     group.addoption(
-        "--tpu-compat-warnings", metavar="POLICY", default=None,
-        choices=_config.WARNING_POLICIES,
+        settings.row("warnings").pytest_option, metavar="POLICY", default=None,
+        choices=settings.WARNING_POLICIES,
         help="policy for TPUCompatDeprecationWarning in tests: "
              "once, always, error (every legacy-API use fails its test), ignore")
     group.addoption(
-        "--tpu-compat-fidelity", metavar="FIDELITY", default=None,
-        choices=_config.FIDELITY_CHOICES,
-        help=f"how faithfully the emulated TPU models a TPU's compiler: tpu (each "
-             f"replica step checked as TF's TPU compiler would) or cpu (default: "
-             f"${_config.FIDELITY_VAR}, else {DEFAULT_FIDELITY})")
+        settings.row("fidelity").pytest_option, metavar="FIDELITY", default=None,
+        choices=settings.FIDELITY_CHOICES,
+        help=_option_help("fidelity", "how faithfully the emulated TPU models a TPU's "
+                          "compiler: tpu (each replica step checked as TF's TPU "
+                          "compiler would) or cpu"))
     group.addoption(
         "--tpu-compat-child-timeout", metavar="SECONDS", default=None,
         help=f"time limit of each child pytest process running a tpu_replicas test "
@@ -96,20 +108,21 @@ def pytest_configure(config):
     config.stash[_CHILD_TIMEOUT_KEY] = _child_timeout(config)
     # Make tpu_compat.install() and `tpu-compat run` inside the tests agree
     # with the fixtures; set only what the user asked for on the command line.
-    if config.getoption("tpu_compat_replicas") is not None:
-        os.environ[_config.REPLICAS_VAR] = str(layout.replicas)
-    if config.getoption("tpu"):
-        os.environ[_config.BACKEND_VAR] = "tpu"
+    if config.getoption(_option("num_replicas")) is not None:
+        os.environ[settings.REPLICAS_VAR] = str(layout.replicas)
+    if config.getoption(_option("backend")):
+        os.environ[settings.BACKEND_VAR] = "tpu"
     # The fixtures read the variable when a step is traced, the children
-    # inherit it: one setting for both.
-    fidelity = config.getoption("tpu_compat_fidelity")
-    if fidelity is not None:
-        os.environ[_config.FIDELITY_VAR] = fidelity
-    elif not os.environ.get(_config.FIDELITY_VAR, "").strip():
-        os.environ[_config.FIDELITY_VAR] = DEFAULT_FIDELITY
-    policy = config.getoption("tpu_compat_warnings")
+    # inherit it: one setting for both. Unset, it is the plugin's default.
+    fidelity = settings.row("fidelity")
+    chosen_fidelity = config.getoption(_option("fidelity"))
+    if chosen_fidelity is not None:
+        os.environ[fidelity.variable] = chosen_fidelity
+    elif not fidelity.given_in(os.environ):
+        os.environ[fidelity.variable] = fidelity.default(settings.PYTEST)
+    policy = config.getoption(_option("warnings"))
     if policy is not None:
-        os.environ[_config.WARNINGS_VAR] = policy
+        os.environ[settings.WARNINGS_VAR] = policy
         deprecation.apply_policy(policy)
         # pytest resets the warning filters around every collection and test
         # and would record (swallow) our warnings; an ini filter is re-applied
@@ -129,13 +142,13 @@ class _Layout:
     @classmethod
     def from_config(cls, config):
         try:
-            option = config.getoption("tpu_compat_replicas")
-            replicas = (_config.positive_int("--tpu-compat-replicas", option)
-                        if option is not None else _config.num_replicas())
-            requested = _config.backend_choice()
+            chosen = settings.resolve(
+                settings.PYTEST, names=_SETTINGS,
+                flags={"num_replicas": config.getoption(_option("num_replicas"))})
         except _config.ConfigError as error:
             raise pytest.UsageError(str(error)) from None
-        real_tpu = (config.getoption("tpu") or requested == "tpu"
+        requested = chosen.backend
+        real_tpu = (config.getoption(_option("backend")) or requested == "tpu"
                     or bool(os.environ.get("TPU_NAME", "").strip()))
         if real_tpu:
             kind = "tpu"
@@ -143,7 +156,7 @@ class _Layout:
             # Emulate on logical CPUs unless the user asked for GPUs: "auto"
             # would pick a machine's GPUs, which may be fewer than N.
             kind = "gpu" if requested == "gpu" else "cpu"
-        return cls(replicas or _config.DEFAULT_EMULATED_REPLICAS, real_tpu, kind)
+        return cls(chosen.num_replicas, real_tpu, kind)
 
     def in_process_hosts(self):
         """The pod hosts of this process's emulated TPU (1: no pod)."""
@@ -151,7 +164,7 @@ class _Layout:
         chosen = backend_lib.current_backend() if backend_lib else None
         if chosen is not None:
             return chosen.num_hosts
-        return _config.num_hosts() or 1
+        return settings.read("num_hosts", entry=settings.PYTEST) or 1
 
     def in_process_replicas(self):
         """The emulated replica count of this process's devices."""

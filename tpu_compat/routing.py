@@ -17,7 +17,7 @@ import contextlib
 import sys
 import threading
 
-from tpu_compat import _config, deprecation
+from tpu_compat import deprecation, settings
 
 __all__ = ["InstallHandle", "install", "uninstall", "is_installed"]
 
@@ -211,7 +211,7 @@ def install(backend=None, num_replicas=None, warnings=None):
     from tpu_compat.runtime import hooks, keras_imports, native_methods
     with _lock:
         # Validated (naming the argument or the variable) before anything changes.
-        policy = warnings if warnings is not None else _config.warning_policy()
+        policy = warnings if warnings is not None else settings.read("warnings")
         chosen = backend_lib.get_backend(backend=backend, num_replicas=num_replicas)
         state = _state if _state is not None else _Installed()
         policy_change = deprecation.apply_policy(policy)

@@ -15,11 +15,14 @@ import sys
 import traceback
 import types
 
-from tpu_compat import _config, _program_code
+from tpu_compat import _config, _program_code, settings
+from tpu_compat.exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE
+# The runner's Keras choice, which doctor reports (and tests stub here).
+from tpu_compat.settings import tf_keras_installed  # pylint: disable=unused-import
 
 __all__ = ["RunError", "prepare_environment", "run_module", "run_script"]
 
-LEGACY_KERAS_VAR = "TF_USE_LEGACY_KERAS"
+LEGACY_KERAS_VAR = settings.LEGACY_KERAS_VAR
 # Colab TPU notebooks read this and dial grpc://$COLAB_TPU_ADDR. When
 # emulating, a placeholder keeps `assert 'COLAB_TPU_ADDR' in os.environ` true;
 # the routed resolver never dials it (.invalid never resolves, RFC 2606).
@@ -31,62 +34,24 @@ class RunError(Exception):
     """The script or module to run cannot be found (a usage error)."""
 
 
-def tf_keras_installed():
-    return importlib.util.find_spec("tf_keras") is not None
-
-
 def prepare_environment(backend=None, replicas=None, warnings=None, environ=None,
                         strict=None, fidelity=None, hosts=None):
     """Sets the environment the runner promises, before TensorFlow is imported.
 
+    Resolves ``tpu-compat run``'s settings once (the flags given here win over
+    the variables; each bad value is named as the flag or the variable it came
+    from), then exports them for the program's library code and the processes
+    it starts: what the flags gave, run's fidelity (``tpu``) and
+    ``TF_USE_LEGACY_KERAS=1`` unless the user chose (tpu_compat/settings.py).
     Returns the names of the variables it set (for ``doctor`` and tests).
     """
     environ = os.environ if environ is None else environ
-    changed = []
-    if hosts is not None:
-        environ[_config.HOSTS_VAR] = str(_config.positive_int("--hosts", hosts))
-        changed.append(_config.HOSTS_VAR)
-    if backend is not None:
-        environ[_config.BACKEND_VAR] = _config._choice(  # pylint: disable=protected-access
-            "--backend", backend, _config.BACKENDS)
-        changed.append(_config.BACKEND_VAR)
-    if replicas is not None:
-        environ[_config.REPLICAS_VAR] = str(_config.positive_int("--replicas", replicas))
-        changed.append(_config.REPLICAS_VAR)
-    if warnings is not None:
-        environ[_config.WARNINGS_VAR] = _config._choice(  # pylint: disable=protected-access
-            "--warnings", warnings, _config.WARNING_POLICIES)
-        changed.append(_config.WARNINGS_VAR)
-    if strict is not None:
-        environ[_config.STRICT_VAR] = _config._choice(  # pylint: disable=protected-access
-            "--strict", strict, _config.STRICT_CHOICES)
-        changed.append(_config.STRICT_VAR)
-    if fidelity is not None:
-        environ[_config.FIDELITY_VAR] = _config._choice(  # pylint: disable=protected-access
-            "--fidelity", fidelity, _config.FIDELITY_CHOICES)
-        changed.append(_config.FIDELITY_VAR)
-    elif not environ.get(_config.FIDELITY_VAR, "").strip():
-        # `tpu-compat run` checks replica steps as a TPU compiles them unless the
-        # user chose (the library's own default stays cpu): nothing legitimate
-        # broke when the whole test suite, every scenario and example, ran under
-        # tpu (docs/emulated_tpu.md).
-        environ[_config.FIDELITY_VAR] = "tpu"
-        changed.append(_config.FIDELITY_VAR)
-    # Validate what the user set in the environment, naming the variable.
-    _config.backend_choice(environ)
-    _config.num_replicas(environ)
-    _config.warning_policy(environ)
-    _config.strict_choice(environ)
-    _config.fidelity_choice(environ)
-    _config.seed(environ)
+    chosen = settings.resolve(settings.RUN, environ, flags={
+        "backend": backend, "num_replicas": replicas, "num_hosts": hosts,
+        "warnings": warnings, "strict": strict, "fidelity": fidelity})
+    changed = settings.export(chosen, environ)
     check_pod_settings(environ, hosts_flag=hosts is not None,
                        replicas_flag=replicas is not None)
-    if LEGACY_KERAS_VAR not in environ and tf_keras_installed():
-        # Keras 3 (TF 2.21's default tf.keras) with steps_per_execution under
-        # MirroredStrategy fails with INVALID_ARGUMENT; legacy code expects
-        # Keras 2, which tf-keras is.
-        environ[LEGACY_KERAS_VAR] = "1"
-        changed.append(LEGACY_KERAS_VAR)
     return changed
 
 
@@ -99,21 +64,21 @@ def check_pod_settings(environ, hosts_flag=False, replicas_flag=False):
     they came from ``--hosts`` / ``--replicas``).
     """
     from tpu_compat.runtime import pod  # pylint: disable=import-outside-toplevel
-    _config.pod_timeout(environ)
-    port = _config.pod_port(environ)
+    settings.read("pod_timeout", environ)
+    port = settings.read("pod_port", environ)
     request = pod.requested_pod(environ)
     if request is None or request[1] is not None:
         return  # one host, or TF_CONFIG's workers, whose cores are theirs
     if port is not None and port + request[0] - 1 > 65535:
         raise _config.ConfigError(
-            f"{_config.POD_PORT_VAR}={port} is not valid for {request[0]} hosts "
+            f"{settings.POD_PORT_VAR}={port} is not valid for {request[0]} hosts "
             f"(ports {port} to {port + request[0] - 1}); expected a port number "
             f"from 1 to {65536 - request[0]}")
-    replicas = _config.num_replicas(environ)
+    replicas = settings.read("num_replicas", environ, settings.RUN)
     _config.cores_per_host(
-        request[0], replicas or _config.DEFAULT_EMULATED_REPLICAS,
-        hosts_name="--hosts" if hosts_flag else _config.HOSTS_VAR,
-        replicas_name="--replicas" if replicas_flag else _config.REPLICAS_VAR,
+        request[0], replicas or settings.DEFAULT_EMULATED_REPLICAS,
+        hosts_name="--hosts" if hosts_flag else settings.HOSTS_VAR,
+        replicas_name="--replicas" if replicas_flag else settings.REPLICAS_VAR,
         replicas_defaulted=replicas is None)
 
 
@@ -136,7 +101,7 @@ def _seed_random_generators():
     give the same numbers on every run. It runs before the script, so a script
     that seeds its own generators overrides these seeds, as it should.
     """
-    seed = _config.seed()
+    seed = settings.read("seed", entry=settings.RUN)
     if seed is None:
         return
     # pylint: disable=import-outside-toplevel
@@ -250,9 +215,6 @@ def print_own_error(error):
     print(message, file=sys.stderr)
 
 
-EXIT_OWN_ERROR = 2
-
-
 def _exit_code(error):
     """The process exit code ``python`` would give for SystemExit ``error``."""
     code = error.code
@@ -280,12 +242,12 @@ def _exit_status(error):
         return _exit_code(error)
     if isinstance(error, KeyboardInterrupt):
         _print_user_traceback(error)
-        return 130
+        return EXIT_INTERRUPTED
     if isinstance(error, own_errors()):
         print_own_error(error)
-        return EXIT_OWN_ERROR
+        return EXIT_USAGE
     _print_user_traceback(error)
-    return 1
+    return EXIT_FAILURE
 
 
 def _execute(run):

@@ -4,7 +4,7 @@ import importlib.metadata
 import os
 import sys
 
-from tpu_compat import _config, runner, tf_support
+from tpu_compat import _config, runner, settings, tf_support
 
 # Shown besides the TensorFlow distributions (tf_support.TF_DISTRIBUTIONS).
 DISTRIBUTIONS = ("tf-keras", "keras", "cloud-tpu-client", "libcst")
@@ -107,14 +107,7 @@ def diagnose(environ=None):
     facts.append(("tf.keras", f"{flavour}: {why}"))
     problems.extend(_keras_problems(environ))
     try:
-        requested = _config.backend_choice(environ)
-        replicas = _config.num_replicas(environ)
-        facts.append((_config.BACKEND_VAR, requested))
-        facts.append((_config.REPLICAS_VAR, replicas or "default"))
-        _config.warning_policy(environ)
-        facts.append((_config.STRICT_VAR, _config.strict_choice(environ)))
-        facts.append((_config.FIDELITY_VAR, _config.fidelity_choice(environ)))
-        facts.extend(pod_settings(environ))
+        facts.extend(settings_facts(environ))
     except _config.ConfigError as error:
         problems.append(str(error))
         return facts, problems
@@ -128,6 +121,26 @@ def diagnose(environ=None):
     except Exception as error:  # pylint: disable=broad-except
         problems.append(f"backend: {error}")
     return facts, problems
+
+
+def setting_fact(setting, environ):
+    """What doctor says about one row of the settings table, validating it.
+
+    The value the variable gives, or, unset, the defaults of each entry
+    point that differ (``tpu-compat run`` and the library differ on some).
+    """
+    if setting.given_in(environ):
+        return f"{setting.show(setting.read(environ))} (set)"
+    return f"unset: {setting.defaults_sentence(quote='')}"
+
+
+def settings_facts(environ):
+    """One fact per row of the settings table, in its order (the pod's
+    rows described with the pod they ask for); raises ``ConfigError`` naming
+    the first bad variable."""
+    pod_facts = dict(pod_settings(environ))
+    return [(setting.variable, pod_facts.get(setting.variable)
+             or setting_fact(setting, environ)) for setting in settings.ROWS]
 
 
 def pod_settings(environ):
@@ -147,10 +160,10 @@ def pod_settings(environ):
                  f"(`tpu-compat run --hosts`)")
     else:
         hosts = "1 (no pod)"
-    port = _config.pod_port(environ)
-    return [(_config.HOSTS_VAR, hosts),
-            (_config.POD_TIMEOUT_VAR, f"{_config.pod_timeout(environ):g} s"),
-            (_config.POD_PORT_VAR, port if port is not None else "free loopback ports")]
+    port = settings.read("pod_port", environ)
+    return [(settings.HOSTS_VAR, hosts),
+            (settings.POD_TIMEOUT_VAR, f"{settings.read('pod_timeout', environ):g} s"),
+            (settings.POD_PORT_VAR, port if port is not None else "free loopback ports")]
 
 
 def register(subparsers):

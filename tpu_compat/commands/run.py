@@ -2,7 +2,8 @@
 
 import argparse
 
-from tpu_compat import _config, runner, tf_support
+from tpu_compat import runner, settings, tf_support
+from tpu_compat.exit_codes import UsageError
 
 
 def register(subparsers):
@@ -10,24 +11,8 @@ def register(subparsers):
         "run", help="run a legacy TPU script unchanged on a real or emulated TPU",
         description="Run a legacy TensorFlow TPU script unchanged, as "
                     "`python SCRIPT ARGS` would, with tpu_compat installed.")
-    parser.add_argument("--backend", choices=_config.BACKENDS,
-                        help=f"hardware (default: ${_config.BACKEND_VAR} or auto)")
-    parser.add_argument("--replicas", metavar="N",
-                        help=f"emulated TPU cores (default: ${_config.REPLICAS_VAR} or 8)")
-    parser.add_argument("--hosts", metavar="H",
-                        help=f"emulate a TPU pod slice of H hosts, each a TensorFlow "
-                             f"worker process with N/H of the cores (default: "
-                             f"${_config.HOSTS_VAR} or 1; docs/pods.md)")
-    parser.add_argument("--warnings", choices=_config.WARNING_POLICIES,
-                        help=f"legacy-API warning policy (default: ${_config.WARNINGS_VAR} or once)")
-    parser.add_argument("--strict", choices=_config.STRICT_CHOICES,
-                        help=f"modern calls follow TF 2.21's TPUStrategy rules, "
-                             f"errors included (default: ${_config.STRICT_VAR} or "
-                             f"auto: on when --warnings=error)")
-    parser.add_argument("--fidelity", choices=_config.FIDELITY_CHOICES,
-                        help=f"tpu: check every replica step at trace time as "
-                             f"TF 2.21's TPU compiler would (default: "
-                             f"${_config.FIDELITY_VAR} or cpu)")
+    # --backend, --replicas, --hosts, --warnings, --strict, --fidelity.
+    settings.add_flags(parser, settings.RUN)
     parser.add_argument("--tf1", action="store_true",
                         help="`import tensorflow` yields tf.compat.v1 with v2 "
                              "behaviour disabled (TF 1.x programs)")
@@ -41,12 +26,11 @@ def register(subparsers):
 
 
 def handle(args):
-    from tpu_compat.cli import UsageError  # pylint: disable=import-outside-toplevel
     if args.module is None and args.target is None:
         raise UsageError("tpu-compat run: error: give a SCRIPT or -m MODULE")
-    runner.prepare_environment(backend=args.backend, replicas=args.replicas,
+    runner.prepare_environment(backend=args.backend, replicas=args.num_replicas,
                                warnings=args.warnings, strict=args.strict,
-                               fidelity=args.fidelity, hosts=args.hosts)
+                               fidelity=args.fidelity, hosts=args.num_hosts)
     tf_support.require_tensorflow()
     script_args = list(args.args)
     try:

@@ -9,8 +9,9 @@ the same way.
 
 Modules: :mod:`.sidecar` (per-script settings); :mod:`.reported`,
 :mod:`.artifacts` and :mod:`.capture` (numbers from output and files);
-:mod:`.runner` (the processes) and :mod:`.measure` (run, then capture);
-:mod:`.golden` and :mod:`.compare`; :mod:`.suite` and :mod:`.verify` (the two
-checks); :mod:`.junit`; and :mod:`.commands`, the only one that prints. None
-imports TensorFlow, except to read a checkpoint.
+:mod:`.script_process` (one script in its own process) and :mod:`.measure`
+(run, then capture); :mod:`.golden` and :mod:`.compare`; :mod:`.suite` and
+:mod:`.verify` (the two checks); :mod:`.junit`. None prints: the command line
+is :mod:`tpu_compat.commands.regress`. None imports TensorFlow, except to read
+a checkpoint.
 """

@@ -3,7 +3,7 @@
 import dataclasses
 from typing import Dict, Optional
 
-from tpu_compat.regress import capture, compare, runner
+from tpu_compat.regress import capture, compare, script_process
 
 __all__ = ["Measurement", "RunOptions", "measure", "launch_for", "tolerances"]
 
@@ -18,16 +18,16 @@ class RunOptions:
     atol: Optional[float] = None
     cwd: Optional[str] = None  # None: the current directory, as `tpu-compat run`
     backend: Optional[str] = None  # None: $TPU_COMPAT_BACKEND, else the CPU emulation
-    fidelity: Optional[str] = None  # None: $TPU_COMPAT_FIDELITY, else runner.DEFAULT_FIDELITY
+    fidelity: Optional[str] = None  # None: $TPU_COMPAT_FIDELITY, else regress's (settings.py)
 
 
 def launch_for(path, config, options, warnings=None, strict=None):
     """The Launch of script ``path`` with its sidecar ``config``."""
-    return runner.Launch(script=path, replicas=options.replicas,
-                         timeout=config.timeout or options.timeout, args=config.args,
-                         tf1=config.tf1, warnings=warnings, strict=strict,
-                         seed=options.seed, cwd=options.cwd, backend=options.backend,
-                         fidelity=options.fidelity)
+    return script_process.Launch(script=path, replicas=options.replicas,
+                                 timeout=config.timeout or options.timeout,
+                                 args=config.args, tf1=config.tf1, warnings=warnings,
+                                 strict=strict, seed=options.seed, cwd=options.cwd,
+                                 backend=options.backend, fidelity=options.fidelity)
 
 
 def tolerances(config, options):
@@ -48,7 +48,7 @@ def tolerances(config, options):
 @dataclasses.dataclass(frozen=True)
 class Measurement:
     script: str
-    run: runner.RunResult
+    run: script_process.RunResult
     numbers: Optional[Dict[str, float]]
     problem: Optional[str] = None  # why there are no numbers
 
@@ -65,9 +65,9 @@ def _nothing_reported(sidecar):
     return f"reported no numbers ({what})"
 
 
-def measure(launch, sidecar, command=runner.tpu_compat_command):
+def measure(launch, sidecar, command=script_process.tpu_compat_command):
     """Runs ``launch`` and captures its numbers as its sidecar says."""
-    result = runner.run(launch, command)
+    result = script_process.run(launch, command)
     problem, numbers = None, None
     if result.timed_out:
         problem = f"timed out after {launch.timeout:g} s"

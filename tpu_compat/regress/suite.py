@@ -16,7 +16,7 @@ import dataclasses
 import os
 from typing import Optional, Tuple
 
-from tpu_compat.regress import compare, golden, measure, runner, sidecar
+from tpu_compat.regress import compare, golden, measure, script_process, sidecar
 from tpu_compat.regress.measure import launch_for, tolerances
 
 __all__ = ["DiscoveryError", "Outcome", "Script", "check", "discover", "golden_path",
@@ -103,7 +103,7 @@ def golden_path(golden_dir, script):
     return os.path.join(golden_dir, script.golden_name + ".json")
 
 
-def record(script, golden_dir, options, command=runner.tpu_compat_command):
+def record(script, golden_dir, options, command=script_process.tpu_compat_command):
     """Measures ``script`` and writes its golden file (not when it fails)."""
     path = golden_path(golden_dir, script)
     try:
@@ -126,7 +126,7 @@ def record(script, golden_dir, options, command=runner.tpu_compat_command):
                    path, result)
 
 
-def check(script, golden_dir, options, command=runner.tpu_compat_command):
+def check(script, golden_dir, options, command=script_process.tpu_compat_command):
     """Measures ``script`` and compares it with its golden file."""
     path = golden_path(golden_dir, script)
     try:
@@ -147,7 +147,8 @@ def check(script, golden_dir, options, command=runner.tpu_compat_command):
                    comparison.summary(), path, result, comparison, notes)
 
 
-def run_suite(scripts, golden_dir, mode, options, command=runner.tpu_compat_command,
+def run_suite(scripts, golden_dir, mode, options,
+              command=script_process.tpu_compat_command,
               on_outcome=None):
     """Records (``mode="record"``) or checks every script, one after another.
 

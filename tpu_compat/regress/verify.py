@@ -16,7 +16,7 @@ import os
 import re
 from typing import Optional
 
-from tpu_compat.regress import compare, measure, runner, sidecar
+from tpu_compat.regress import compare, measure, script_process, sidecar
 from tpu_compat.regress.measure import launch_for, tolerances
 
 __all__ = ["VerifyResult", "verify"]
@@ -64,7 +64,7 @@ def _migrated_problem(path, result):
     return f"{path} (migrated) {result.problem}"
 
 
-def verify(legacy_path, migrated_path, options, command=runner.tpu_compat_command):
+def verify(legacy_path, migrated_path, options, command=script_process.tpu_compat_command):
     """Runs both scripts with ``options`` (a RunOptions) and compares their numbers."""
     try:
         legacy_config = sidecar.load(legacy_path)

@@ -24,7 +24,7 @@ import os
 import threading
 from typing import Optional, Tuple
 
-from tpu_compat import _config
+from tpu_compat import _config, settings
 from tpu_compat.runtime import pod as pod_lib
 
 __all__ = [
@@ -98,7 +98,7 @@ def _configure_logical_cpus(count):
                 f"device(s). Configure the emulated TPU before TensorFlow runs "
                 f"any op: call tpu_compat.install() at the top of the program, "
                 f"run it with `tpu-compat run`, or set "
-                f"{_config.REPLICAS_VAR}={len(existing)} to use the existing "
+                f"{settings.REPLICAS_VAR}={len(existing)} to use the existing "
                 f"layout.") from None
     return tuple(f"/job:localhost/replica:0/task:0/device:CPU:{i}"
                  for i in range(count))
@@ -114,9 +114,9 @@ def _decide(requested, replicas, environ):
     pod_request = pod_lib.requested_pod(environ)
     if pod_request is not None and (requested == "tpu" or local_tpus or named):
         raise BackendUnavailableError(
-            f"{_config.HOSTS_VAR} / TF_CONFIG's worker list describe an emulated "
+            f"{settings.HOSTS_VAR} / TF_CONFIG's worker list describe an emulated "
             f"TPU pod, but the backend is a real TPU, whose hosts come from its "
-            f"TPUClusterResolver; unset them or use {_config.BACKEND_VAR}=cpu")
+            f"TPUClusterResolver; unset them or use {settings.BACKEND_VAR}=cpu")
     if pod_request is not None:
         pod = pod_lib.start(replicas)
         kind = "gpu" if ":GPU:" in pod.devices[0] else "cpu"
@@ -135,10 +135,10 @@ def _decide(requested, replicas, environ):
                            f"{named[0]} names a Cloud TPU")
         if requested == "tpu":
             raise BackendUnavailableError(
-                f"{_config.BACKEND_VAR}=tpu but no TPU is reachable: TensorFlow "
+                f"{settings.BACKEND_VAR}=tpu but no TPU is reachable: TensorFlow "
                 f"lists no local TPU devices and none of "
                 f"{', '.join(TPU_ENV_VARS)} is set. Set TPU_NAME to your TPU, "
-                f"or use {_config.BACKEND_VAR}=auto to emulate one.")
+                f"or use {settings.BACKEND_VAR}=auto to emulate one.")
 
     if requested in ("auto", "gpu"):
         gpus = tf.config.list_physical_devices("GPU")
@@ -146,7 +146,7 @@ def _decide(requested, replicas, environ):
             count = replicas or len(gpus)
             if count > len(gpus):
                 raise BackendUnavailableError(
-                    f"{_config.REPLICAS_VAR}={count} but only {len(gpus)} GPU(s) "
+                    f"{settings.REPLICAS_VAR}={count} but only {len(gpus)} GPU(s) "
                     f"are present")
             devices = tuple(f"/job:localhost/replica:0/task:0/device:GPU:{i}"
                             for i in range(count))
@@ -154,9 +154,9 @@ def _decide(requested, replicas, environ):
                            f"no TPU; emulating {count} TPU core(s) on local GPUs")
         if requested == "gpu":
             raise BackendUnavailableError(
-                f"{_config.BACKEND_VAR}=gpu but TensorFlow lists no GPU")
+                f"{settings.BACKEND_VAR}=gpu but TensorFlow lists no GPU")
 
-    count = replicas or _config.DEFAULT_EMULATED_REPLICAS
+    count = replicas or settings.DEFAULT_EMULATED_REPLICAS
     why = ("requested" if requested == "cpu" else "no TPU or GPU found")
     devices = _configure_logical_cpus(count)
     return Backend("cpu", count, devices,
@@ -176,10 +176,10 @@ def get_backend(backend=None, num_replicas=None):
     """
     global _backend
     with _lock:
-        requested = (_config._choice("backend", backend, _config.BACKENDS)
-                     if backend is not None else _config.backend_choice())
+        requested = (_config.choice("backend", backend, settings.BACKENDS)
+                     if backend is not None else settings.read("backend"))
         replicas = (_config.positive_int("num_replicas", num_replicas)
-                    if num_replicas is not None else _config.num_replicas())
+                    if num_replicas is not None else settings.read("num_replicas"))
         if _backend is None:
             _backend = _decide(requested, replicas, os.environ)
         elif ((backend is not None and requested not in ("auto", _backend.kind))

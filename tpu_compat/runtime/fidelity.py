@@ -44,7 +44,7 @@ from tensorflow.python.framework import dtypes
 from tensorflow.python.framework import kernels
 from tensorflow.python.framework import ops
 
-from tpu_compat import _config, deprecation
+from tpu_compat import deprecation, settings
 from tpu_compat.runtime import compile_time_constants
 
 __all__ = ["TPUCompilationError", "check_ops", "enabled", "mark_host_ops"]
@@ -86,7 +86,9 @@ class TPUCompilationError(ValueError):
 
 def enabled():
     """True when replica steps are checked as a TPU compiler would."""
-    return _config.fidelity_choice() == "tpu"
+    # The library's default is cpu; `tpu-compat run`, regress and the pytest
+    # plugin export tpu (tpu_compat/settings.py).
+    return settings.read("fidelity") == "tpu"
 
 
 # -- TensorFlow's XLA kernel registry ----------------------------------------
@@ -111,7 +113,7 @@ def _ensure_xla_kernels_registered():
             tf.function(lambda x: x + 1, jit_compile=True)(tf.constant(0))
         if not _xla_kernels("MatMul"):
             raise RuntimeError(
-                f"{_config.FIDELITY_VAR}=tpu needs TensorFlow's XLA kernel "
+                f"{settings.FIDELITY_VAR}=tpu needs TensorFlow's XLA kernel "
                 f"registry, which this TensorFlow build does not expose")
         _registry_ready = True
 
@@ -276,4 +278,4 @@ def check_ops(op_list, graph):
     if messages:
         raise TPUCompilationError(
             f"{len(messages)} op(s) in this replica step would fail TPU "
-            f"compilation ({_config.FIDELITY_VAR}=tpu):\n  " + "\n  ".join(messages))
+            f"compilation ({settings.FIDELITY_VAR}=tpu):\n  " + "\n  ".join(messages))

@@ -39,7 +39,7 @@ import threading
 import time
 from typing import Optional, Tuple
 
-from tpu_compat import _config
+from tpu_compat import _config, settings
 from tpu_compat.runtime import pod_worker
 
 __all__ = ["Pod", "PodError", "WorkerLostError", "current_pod", "failure_behind",
@@ -140,11 +140,11 @@ def requested_pod(environ=None):
     """
     environ = os.environ if environ is None else environ
     addresses = _chief_cluster(environ)
-    hosts = _config.num_hosts(environ)
+    hosts = settings.read("num_hosts", environ)
     if addresses is not None:
         if hosts not in (None, len(addresses)):
             raise _config.ConfigError(
-                f"{_config.HOSTS_VAR}={hosts} but TF_CONFIG lists "
+                f"{settings.HOSTS_VAR}={hosts} but TF_CONFIG lists "
                 f"{len(addresses)} workers; unset one of them")
         return len(addresses), addresses
     if hosts is None or hosts == 1:
@@ -153,7 +153,8 @@ def requested_pod(environ=None):
 
 
 def cores_per_host(hosts, replicas):
-    return _config.cores_per_host(hosts, replicas)
+    return _config.cores_per_host(hosts, replicas, hosts_name=settings.HOSTS_VAR,
+                                  replicas_name=settings.REPLICAS_VAR)
 
 
 # -- starting the workers -----------------------------------------------------
@@ -184,7 +185,7 @@ def _tail(path, lines=5):
 def _worker_environment():
     env = dict(os.environ)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    for name in ("TF_CONFIG", _config.HOSTS_VAR):
+    for name in ("TF_CONFIG", settings.HOSTS_VAR):
         env.pop(name, None)
     # The worker runs this process's tpu_compat, wherever it was imported from
     # (a checkout on sys.path, say), not whichever the interpreter finds first.
@@ -249,7 +250,7 @@ def _describe_failure(task, address, process, log, timeout):
     code = process.poll()
     if code is None:
         return (f"worker {task} ({address}, pid {process.pid}) did not come up "
-                f"within {_config.POD_TIMEOUT_VAR}={timeout:g} s")
+                f"within {settings.POD_TIMEOUT_VAR}={timeout:g} s")
     detail = _tail(log)
     return (f"worker {task} ({address}, pid {process.pid}) exited with code "
             f"{code} while starting" + (f": {detail}" if detail else ""))
@@ -273,7 +274,7 @@ def _start_workers(hosts, cores, timeout, base_port):
         _stop_workers()
         if taken and not base_port and attempt + 1 < _PORT_ATTEMPTS:
             continue  # another program took a port we picked: pick again
-        hint = (f"; choose other ports with {_config.POD_PORT_VAR}, or unset it to "
+        hint = (f"; choose other ports with {settings.POD_PORT_VAR}, or unset it to "
                 f"let tpu-compat pick free ones" if taken and base_port else "")
         raise PodError("emulated pod: " + "; ".join(described) + hint)
     raise AssertionError("unreachable")
@@ -326,7 +327,7 @@ def _await_reachable(addresses, timeout):
                 break
             if time.monotonic() >= deadline:
                 raise PodError(
-                    f"emulated pod: {why} after {_config.POD_TIMEOUT_VAR}="
+                    f"emulated pod: {why} after {settings.POD_TIMEOUT_VAR}="
                     f"{timeout:g} s; start it with `tpu-compat worker` on its "
                     f"machine (docs/pods.md)")
             time.sleep(_POLL_SECONDS)
@@ -383,10 +384,10 @@ def start(replicas):
         if request is None:
             return None
         hosts, addresses = request
-        timeout = _config.pod_timeout()
+        timeout = settings.read("pod_timeout")
         if addresses is None:
-            cores = cores_per_host(hosts, replicas or _config.DEFAULT_EMULATED_REPLICAS)
-            addresses = _start_workers(hosts, cores, timeout, _config.pod_port())
+            cores = cores_per_host(hosts, replicas or settings.DEFAULT_EMULATED_REPLICAS)
+            addresses = _start_workers(hosts, cores, timeout, settings.read("pod_port"))
             # Not killed at exit: TensorFlow still talks to them while it shuts
             # down. Each exits when this process is gone and its stdin closes.
             atexit.register(_exiting.set)
@@ -399,7 +400,7 @@ def start(replicas):
             raise
         if replicas and replicas != len(devices):
             _stop_workers()
-            raise PodError(f"emulated pod: {_config.REPLICAS_VAR}={replicas} but "
+            raise PodError(f"emulated pod: {settings.REPLICAS_VAR}={replicas} but "
                            f"the {len(addresses)} workers have {len(devices)} "
                            f"cores in all")
         _pod = Pod(addresses, devices, spawned=bool(_workers))

@@ -24,12 +24,11 @@ import sys
 import threading
 import time
 
+# Exit codes, read by the chief to say what went wrong (defined once, there).
+from tpu_compat.exit_codes import EXIT_INTERRUPTED, EXIT_PORT_TAKEN, EXIT_USAGE
+
 READY_PREFIX = "tpu-compat worker "
 READY_WORD = " ready on "
-# Exit codes, read by the chief to say what went wrong.
-EXIT_USAGE = 2
-EXIT_PORT_TAKEN = 3
-EXIT_INTERRUPTED = 130
 
 
 def parser(**kwargs):

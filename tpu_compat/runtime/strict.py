@@ -29,7 +29,7 @@ from tensorflow.python.distribute import distribute_lib
 from tensorflow.python.distribute import distribute_utils
 from tensorflow.python.distribute import tpu_strategy
 
-from tpu_compat import _config
+from tpu_compat import settings
 from tpu_compat.deprecation import TPUCompatDeprecationWarning
 
 __all__ = [
@@ -58,10 +58,10 @@ def _legacy_warnings_are_errors():
 
 def enabled():
     """True when modern calls must follow TF 2.21's TPUStrategy rules."""
-    choice = _config.strict_choice()
+    choice = settings.read("strict")
     if choice != "auto":
         return choice == "on"
-    return (_config.warning_policy() == "error"
+    return (settings.read("warnings") == "error"
             or _legacy_warnings_are_errors())
 
 

@@ -1,8 +1,8 @@
-"""``tpu-compat regress`` and ``tpu-compat verify``: the command-line layer.
+"""``tpu-compat regress`` and ``tpu-compat verify`` (the engine: :mod:`tpu_compat.regress`).
 
-The only module of :mod:`tpu_compat.regress` that prints. Exit codes: 0 when
+Exit codes: 0 when
 every script passed (or verify found the numbers equal), 1 when anything
-failed, 2 for usage errors (raised as :class:`tpu_compat.cli.UsageError`),
+failed, 2 for usage errors (raised as :class:`tpu_compat.exit_codes.UsageError`),
 130 when interrupted (Ctrl-C) and 128+N when ended by signal N (SIGTERM,
 SIGHUP); either way the running script's whole process group is killed first.
 """
@@ -11,15 +11,16 @@ import os
 import sys
 import textwrap
 
-from tpu_compat import _config, _process
-from tpu_compat.cli import EXIT_FAILURE, EXIT_OK, UsageError
-from tpu_compat.regress import compare, junit, measure, runner, suite, verify
+from tpu_compat import _process, settings
+from tpu_compat.exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from tpu_compat.regress import compare, junit, measure, script_process, suite, verify
 
 __all__ = ["register", "run_regress", "run_verify"]
 
 DEFAULT_TIMEOUT_SECONDS = 600.0
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
-DEFAULT_SEED = 0
+# The settings regress and verify read (table order); the seed is theirs:
+# --seed (the table's default), never $TPU_COMPAT_SEED, which they set per script.
+_SETTINGS = ("backend", "num_replicas", "fidelity")
 _INDENT = "    "
 
 
@@ -60,7 +61,7 @@ def register(subparsers):
 def _interruptible(command, handler):
     """``handler`` with Ctrl-C as exit code 130 and SIGTERM/SIGHUP as 128+N.
 
-    The runner has killed the running script's process group by the time
+    script_process has killed the running script's process group by the time
     the exception arrives here.
     """
     def run(args):
@@ -75,19 +76,7 @@ def _interruptible(command, handler):
 
 
 def _add_run_arguments(parser):
-    parser.add_argument("--backend", choices=_config.BACKENDS,
-                        help=f"hardware the scripts run on (default: "
-                             f"${_config.BACKEND_VAR}, else {runner.DEFAULT_BACKEND}: "
-                             f"the emulated TPU on logical CPU devices, whatever "
-                             f"accelerators the machine has)")
-    parser.add_argument("--fidelity", choices=_config.FIDELITY_CHOICES,
-                        help=f"how faithfully the emulated TPU models a TPU's compiler "
-                             f"(default: ${_config.FIDELITY_VAR}, else "
-                             f"{runner.DEFAULT_FIDELITY}: each replica step is checked "
-                             f"as TF's TPU compiler would)")
-    parser.add_argument("--replicas", metavar="N",
-                        help=f"emulated TPU cores (default: ${_config.REPLICAS_VAR} or "
-                             f"{_config.DEFAULT_EMULATED_REPLICAS})")
+    settings.add_flags(parser, settings.REGRESS, names=_SETTINGS)
     parser.add_argument("--timeout", metavar="SECONDS", default=DEFAULT_TIMEOUT_SECONDS,
                         type=_positive_float("--timeout"),
                         help=f"per script (default: {DEFAULT_TIMEOUT_SECONDS:g})")
@@ -95,11 +84,13 @@ def _add_run_arguments(parser):
                         help=f"relative tolerance (default: {compare.DEFAULT_RTOL:g})")
     parser.add_argument("--atol", metavar="A", type=_non_negative_float("--atol"),
                         help=f"absolute tolerance (default: {compare.DEFAULT_ATOL:g})")
+    seed_row = settings.row("seed")
+    default_seed = seed_row.default(settings.REGRESS)
     seed = parser.add_mutually_exclusive_group()
-    seed.add_argument("--seed", metavar="N", type=_non_negative_int("--seed"),
-                      default=DEFAULT_SEED,
+    seed.add_argument(seed_row.flag, metavar=seed_row.metavar, dest="seed",
+                      type=_non_negative_int(seed_row.flag), default=default_seed,
                       help=f"seed Python, NumPy and TensorFlow RNGs before each script "
-                           f"(default: {DEFAULT_SEED}; a script's own seeding wins)")
+                           f"(default: {default_seed}; a script's own seeding wins)")
     seed.add_argument("--no-seed", dest="seed", action="store_const", const=None,
                       help="leave the RNGs unseeded")
 
@@ -129,13 +120,12 @@ def _non_negative_int(name):
 
 
 def _run_options(args):
-    replicas = (_config.positive_int("--replicas", args.replicas)
-                if args.replicas is not None else _config.num_replicas())
+    chosen = settings.resolve(settings.REGRESS, names=_SETTINGS,
+                              flags={name: getattr(args, name) for name in _SETTINGS})
     return measure.RunOptions(
-        replicas=replicas or _config.DEFAULT_EMULATED_REPLICAS, timeout=args.timeout,
+        replicas=chosen.num_replicas, timeout=args.timeout,
         seed=args.seed, rtol=args.rtol, atol=args.atol,
-        backend=runner.chosen_backend(args.backend),
-        fidelity=runner.chosen_fidelity(args.fidelity))
+        backend=chosen.backend, fidelity=chosen.fidelity)
 
 
 def _seed_sentence(seed):
@@ -194,7 +184,7 @@ def run_regress(args):
            f"{options.backend}, fidelity {options.fidelity}; "
            f"{_seed_sentence(options.seed)}")
     outcomes = suite.run_suite(scripts, args.golden, args.mode, options,
-                               command=runner.tpu_compat_command,
+                               command=script_process.tpu_compat_command,
                                on_outcome=lambda outcome: _show_outcome(outcome, args.mode))
     failed = sum(outcome.status != suite.PASSED for outcome in outcomes)
     exit_code = EXIT_FAILURE if failed else EXIT_OK
@@ -235,7 +225,7 @@ def run_verify(args):
            f"fidelity {options.fidelity}; "
            f"{_seed_sentence(options.seed)}")
     result = verify.verify(args.legacy, args.migrated, options,
-                           command=runner.tpu_compat_command)
+                           command=script_process.tpu_compat_command)
     _show_side("legacy:  ", args.legacy, result.legacy)
     _show_side("migrated:", args.migrated, result.migrated)
     if result.problem is not None:

@@ -1,11 +1,8 @@
-"""``tpu-compat scan`` and ``tpu-compat upgrade``: the command-line layer.
+"""``tpu-compat upgrade``: rewrite legacy TPU-strategy APIs (the engine: :mod:`tpu_compat.migrate`).
 
-The only module of :mod:`tpu_compat.migrate` that prints. Exit codes follow
-linters (flake8, ruff): scan exits 0 when nothing was found, 1 when something
-was (unless ``--exit-zero``), 2 for usage errors (raised as
-:class:`tpu_compat.cli.UsageError`). upgrade exits 0 when done, 1 when
-``--fail-on-findings`` is given and something changed or is left to review,
-also 1 when an upgraded file could not be written, and 2 for usage errors.
+Exit codes: 0 when done, 1 when ``--fail-on-findings`` is given and something
+changed or is left to review, also 1 when an upgraded file could not be
+written, and 2 for usage errors.
 """
 
 import collections
@@ -14,32 +11,14 @@ import os
 import subprocess
 import sys
 
-from tpu_compat.cli import EXIT_FAILURE, EXIT_OK, UsageError
+from tpu_compat.commands.scan import add_common_arguments, write_stdout
+from tpu_compat.exit_codes import EXIT_FAILURE, EXIT_OK, UsageError
 from tpu_compat.migrate import report, scan, sources
 
-__all__ = ["register", "run_scan", "run_upgrade"]
-
-_SCAN_FORMATS = {"text": report.scan_text, "json": report.scan_json, "sarif": report.scan_sarif}
+__all__ = ["register", "run_upgrade"]
 
 
 def register(subparsers):
-    scan_parser = subparsers.add_parser(
-        "scan", help="find legacy TPU-strategy APIs in Python files and notebooks",
-        description="Find uses of legacy TensorFlow TPU-strategy APIs (TF 1.15, "
-                    "2.0-2.3) in .py files and .ipynb code cells. Does not import "
-                    "TensorFlow.")
-    scan_parser.add_argument("paths", nargs="+", metavar="PATH",
-                             help="files or directories to scan")
-    scan_parser.add_argument("--format", choices=sorted(_SCAN_FORMATS), default="text",
-                             help="output format (default: text)")
-    _add_common_arguments(scan_parser, fail_help="exit with 1 when anything is found "
-                                                   "(the default; kept for scripts and "
-                                                   "the pre-commit hook)")
-    scan_parser.add_argument("--exit-zero", action="store_true",
-                             help="exit with 0 even when something is found (to "
-                                  "report without failing, as flake8 and ruff do)")
-    scan_parser.set_defaults(handler=run_scan)
-
     upgrade_parser = subparsers.add_parser(
         "upgrade", help="rewrite legacy TPU-strategy APIs to their modern form",
         description="Rewrite legacy TPU-strategy APIs with libcst, keeping comments "
@@ -65,44 +44,8 @@ def register(subparsers):
     upgrade_parser.add_argument("--report-format", choices=("text", "json"),
                                 help="report format (default: json if FILE ends "
                                      "in .json, else text)")
-    _add_common_arguments(upgrade_parser)
+    add_common_arguments(upgrade_parser)
     upgrade_parser.set_defaults(handler=run_upgrade)
-
-
-def _add_common_arguments(parser, fail_help="exit with 1 when anything is found (or changed)"):
-    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
-                        help="skip files and directories whose path or name "
-                             "matches GLOB (repeatable)")
-    parser.add_argument("--fail-on-findings", action="store_true", help=fail_help)
-
-
-def _write_stdout(text):
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # `tpu-compat scan ... | head`: the reader left; stop quietly.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-
-
-# --- scan ----------------------------------------------------------------------------
-
-
-def run_scan(args):
-    try:
-        result = scan.scan_paths(args.paths, args.exclude)
-    except sources.MissingPathError as error:
-        raise UsageError(f"tpu-compat scan: error: {error}") from None
-    _write_stdout(_SCAN_FORMATS[args.format](result))
-    if args.format == "text":
-        for error in result.errors:
-            print(report.error_line(error), file=sys.stderr)
-        print(report.scan_summary(result), file=sys.stderr)
-    if args.exit_zero and args.fail_on_findings:
-        raise UsageError("tpu-compat scan: error: --exit-zero and --fail-on-findings "
-                         "contradict each other; give one")
-    return EXIT_FAILURE if result.findings and not args.exit_zero else EXIT_OK
 
 
 # --- upgrade -------------------------------------------------------------------------
@@ -275,7 +218,7 @@ def run_upgrade(args):
     if args.diff:
         for upgrade in results:
             if upgrade.changed:
-                _write_stdout(_unified_diff(upgrade, outputs[upgrade.path]))
+                write_stdout(_unified_diff(upgrade, outputs[upgrade.path]))
         _print_issues(results, sys.stderr)
     else:
         if args.output:

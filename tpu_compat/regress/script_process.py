@@ -25,15 +25,10 @@ import sys
 import time
 from typing import Optional, Tuple
 
-from tpu_compat import _config, _process
+from tpu_compat import _process, settings
 
-__all__ = ["DEFAULT_BACKEND", "DEFAULT_FIDELITY", "Launch", "RunResult", "chosen_backend",
-           "chosen_fidelity", "python_command", "run", "tpu_compat_command"]
-
-# What the scripts run on when the user chose no backend.
-DEFAULT_BACKEND = "cpu"
-# How faithfully, when the user chose nothing: as a TPU compiles.
-DEFAULT_FIDELITY = "tpu"
+__all__ = ["Launch", "RunResult", "chosen_backend", "chosen_fidelity", "python_command",
+           "run", "tpu_compat_command"]
 
 STDERR_TAIL_LINES = 20
 _TPU_COMPAT_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -52,8 +47,8 @@ class Launch:
     strict: Optional[str] = None  # `tpu-compat run --strict`; None: inherit
     seed: Optional[int] = None
     cwd: Optional[str] = None
-    backend: Optional[str] = None  # None: $TPU_COMPAT_BACKEND, else DEFAULT_BACKEND
-    fidelity: Optional[str] = None  # None: $TPU_COMPAT_FIDELITY, else DEFAULT_FIDELITY
+    backend: Optional[str] = None  # None: $TPU_COMPAT_BACKEND, else regress's default
+    fidelity: Optional[str] = None  # None: $TPU_COMPAT_FIDELITY, else regress's default
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,40 +85,34 @@ def python_command(launch):
     return [sys.executable, launch.script, *launch.args]
 
 
-def _chosen(flag, value, variable, allowed, default, environ):
-    """``value`` (validated, naming ``flag``), else ``$variable`` (validated,
-    naming the variable), else ``default``."""
-    if value is not None:
-        return _config._choice(flag, value, allowed)  # pylint: disable=protected-access
-    environ = os.environ if environ is None else environ
-    if environ.get(variable, "").strip():
-        return _config._choice(variable, environ[variable], allowed)  # pylint: disable=protected-access
-    return default
+def _chosen(name, value, environ):
+    """``value`` (validated, naming the flag), else the variable (validated,
+    naming it), else regress's default (tpu_compat/settings.py)."""
+    return getattr(settings.resolve(settings.REGRESS, environ, flags={name: value},
+                                    names=(name,)), name)
 
 
 def chosen_backend(backend=None, environ=None):
     """The backend scripts run on: ``backend``, else ``$TPU_COMPAT_BACKEND``,
-    else :data:`DEFAULT_BACKEND`."""
-    return _chosen("--backend", backend, _config.BACKEND_VAR, _config.BACKENDS,
-                   DEFAULT_BACKEND, environ)
+    else regress's default (``cpu``)."""
+    return _chosen("backend", backend, environ)
 
 
 def chosen_fidelity(fidelity=None, environ=None):
     """The fidelity scripts run with: ``fidelity``, else ``$TPU_COMPAT_FIDELITY``,
-    else :data:`DEFAULT_FIDELITY`."""
-    return _chosen("--fidelity", fidelity, _config.FIDELITY_VAR, _config.FIDELITY_CHOICES,
-                   DEFAULT_FIDELITY, environ)
+    else regress's default (``tpu``)."""
+    return _chosen("fidelity", fidelity, environ)
 
 
 def _environment(launch):
     env = dict(os.environ)
-    env.pop(_config.SEED_VAR, None)
+    env.pop(settings.SEED_VAR, None)
     if launch.seed is not None:
-        env[_config.SEED_VAR] = str(launch.seed)
+        env[settings.SEED_VAR] = str(launch.seed)
         # Hash randomization reorders sets of strings from run to run.
         env.setdefault("PYTHONHASHSEED", str(launch.seed))
-    env[_config.BACKEND_VAR] = chosen_backend(launch.backend, env)
-    env[_config.FIDELITY_VAR] = chosen_fidelity(launch.fidelity, env)
+    env[settings.BACKEND_VAR] = chosen_backend(launch.backend, env)
+    env[settings.FIDELITY_VAR] = chosen_fidelity(launch.fidelity, env)
     # TensorFlow's C++ INFO lines would bury the traceback in the stderr tail.
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     # The child runs the tpu_compat this process runs, installed or not.

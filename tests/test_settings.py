@@ -1,0 +1,233 @@
+"""The settings table (tpu_compat/settings.py): one row per setting, one default each.
+
+--help, doctor and README.md's configuration table are generated from the rows,
+and compared with them here; each entry point's defaults are checked where the
+entry point applies them. None of this imports TensorFlow.
+"""
+
+import argparse
+import ast
+import os
+import pathlib
+import re
+
+import pytest
+
+from conftest import REPO_ROOT
+from tpu_compat import _config, cli, runner, settings, settings_docs
+from tpu_compat.commands import doctor
+from tpu_compat.regress import script_process
+
+PACKAGE = pathlib.Path(REPO_ROOT) / "tpu_compat"
+VARIABLES = {setting.variable for setting in settings.ROWS}
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        yield path, ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+# -- the table -------------------------------------------------------------------------------
+
+
+def test_every_variable_has_one_row():
+    assert [setting.variable for setting in settings.ROWS] == [
+        "TPU_COMPAT_BACKEND", "TPU_COMPAT_NUM_REPLICAS", "TPU_COMPAT_NUM_HOSTS",
+        "TPU_COMPAT_WARNINGS", "TPU_COMPAT_STRICT", "TPU_COMPAT_FIDELITY", "TPU_COMPAT_SEED",
+        "TPU_COMPAT_POD_TIMEOUT", "TPU_COMPAT_POD_PORT", "TF_USE_LEGACY_KERAS"]
+    assert len({setting.name for setting in settings.ROWS}) == len(settings.ROWS)
+    # Every TPU_COMPAT_* variable the package's docs and code mention is a row.
+    mentioned = set()
+    for path, _ in _modules():
+        mentioned.update(re.findall(r"\bTPU_COMPAT_[A-Z_]*[A-Z]", path.read_text(encoding="utf-8")))
+    assert mentioned <= VARIABLES, mentioned - VARIABLES
+
+
+def test_each_entry_point_has_its_defaults():
+    """README's promise: fidelity tpu for run/regress/verify/pytest, cpu for install()."""
+    expected = {
+        settings.RUN: {"backend": "auto", "num_replicas": None, "fidelity": "tpu",
+                       "strict": "auto", "warnings": None, "num_hosts": None,
+                       "seed": None, "pod_timeout": 60.0, "pod_port": None},
+        settings.REGRESS: {"backend": "cpu", "num_replicas": 8, "fidelity": "tpu", "seed": 0},
+        settings.PYTEST: {"backend": "auto", "num_replicas": 8, "fidelity": "tpu",
+                          "warnings": None, "num_hosts": None},
+        settings.LIBRARY: {"backend": "auto", "num_replicas": None, "fidelity": "cpu",
+                           "strict": "auto", "warnings": None, "num_hosts": None,
+                           "pod_timeout": 60.0, "pod_port": None, "legacy_keras": None},
+    }
+    for entry, defaults in expected.items():
+        resolved = settings.resolve(entry, environ={})
+        for name, value in defaults.items():
+            assert getattr(resolved, name) == value, (entry, name)
+            assert resolved.source(name) is None
+
+
+def test_the_entry_points_apply_their_defaults():
+    # tpu-compat run exports its fidelity; the library keeps cpu.
+    environ = {"TF_USE_LEGACY_KERAS": "1"}
+    assert "TPU_COMPAT_FIDELITY" in runner.prepare_environment(environ=environ)
+    assert environ["TPU_COMPAT_FIDELITY"] == "tpu"
+    assert settings.read("fidelity", {}) == "cpu"
+    # regress and verify: the CPU emulation, tpu fidelity, 8 replicas, seed 0.
+    assert script_process.chosen_backend(environ={}) == "cpu"
+    assert script_process.chosen_fidelity(environ={}) == "tpu"
+    args = cli.build_parser().parse_args(["verify", "a.py", "b.py"])
+    assert (args.seed, args.backend, args.num_replicas, args.fidelity) == (0, None, None, None)
+    # An exported default is only written when the user left the variable unset.
+    environ = {"TPU_COMPAT_FIDELITY": "cpu", "TF_USE_LEGACY_KERAS": ""}
+    assert runner.prepare_environment(environ=environ) == []
+    assert environ == {"TPU_COMPAT_FIDELITY": "cpu", "TF_USE_LEGACY_KERAS": ""}
+
+
+def test_a_flag_wins_and_is_named_when_bad():
+    environ = {"TPU_COMPAT_NUM_REPLICAS": "4", "TPU_COMPAT_FIDELITY": "cpu"}
+    resolved = settings.resolve(settings.RUN, environ, flags={"num_replicas": "2"})
+    assert (resolved.num_replicas, resolved.source("num_replicas")) == (2, "--replicas")
+    assert (resolved.fidelity, resolved.source("fidelity")) == ("cpu", "TPU_COMPAT_FIDELITY")
+    with pytest.raises(_config.ConfigError,
+                       match=r"^--replicas='0' is not valid; expected a positive integer$"):
+        settings.resolve(settings.RUN, environ, flags={"num_replicas": "0"})
+    with pytest.raises(_config.ConfigError, match=r"^--tpu-compat-replicas='x' is not valid"):
+        settings.resolve(settings.PYTEST, {}, flags={"num_replicas": "x"})
+    with pytest.raises(_config.ConfigError,
+                       match=r"^TPU_COMPAT_SEED='-1' is not valid; expected a non-negative"):
+        settings.resolve(settings.RUN, {"TPU_COMPAT_SEED": "-1"})
+    with pytest.raises(_config.ConfigError, match="entry='cli' is not valid; allowed values: "
+                                                  "run, regress, pytest, install()"):
+        settings.resolve("cli")
+
+
+def test_resolved_settings_are_frozen_and_say_what_they_hold():
+    resolved = settings.resolve(settings.REGRESS, {}, names=("backend",))
+    with pytest.raises(settings.FrozenError, match="cannot assign to field .backend."):
+        resolved.backend = "tpu"
+    with pytest.raises(AttributeError, match="'fidelity' is not a setting resolved for "
+                                             "regress; resolved: backend"):
+        resolved.fidelity  # pylint: disable=pointless-statement
+    with pytest.raises(KeyError, match="no setting 'colour'"):
+        settings.row("colour")
+
+
+# -- one definition each ---------------------------------------------------------------------
+
+# Defaults that are not settings: per-command limits and tolerances.
+_OTHER_DEFAULTS = {"DEFAULT_TIMEOUT_SECONDS", "DEFAULT_RTOL", "DEFAULT_ATOL"}
+
+
+def test_each_default_is_defined_only_in_the_table():
+    """No module but settings.py holds a setting's default or reads its variable
+    with a fallback of its own (``environ.get(VAR, default)``)."""
+    offenders = []
+    for path, tree in _modules():
+        if path.name == "settings.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                offenders += [f"{path.name}:{node.lineno} defines {target.id}"
+                              for target in node.targets if isinstance(target, ast.Name)
+                              and target.id.startswith("DEFAULT_")
+                              and target.id not in _OTHER_DEFAULTS]
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("get", "getenv", "setdefault") and node.args):
+                key = node.args[0]
+                named = ((isinstance(key, ast.Constant) and key.value in VARIABLES)
+                         or (isinstance(key, ast.Attribute) and key.attr.endswith("_VAR")))
+                if named:
+                    offenders.append(f"{path.name}:{node.lineno} reads {ast.unparse(key)} "
+                                     f"with its own fallback")
+    assert not offenders
+
+
+def test_exit_codes_are_defined_once():
+    defined = [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path, tree in _modules()
+               for node in ast.walk(tree) if isinstance(node, ast.Assign)
+               for target in node.targets
+               if isinstance(target, ast.Name) and target.id.startswith("EXIT_")]
+    assert defined and all(place.startswith("exit_codes.py:") for place in defined), defined
+
+
+def test_every_subcommand_lives_in_commands():
+    parser = cli.build_parser()
+    subparsers = next(action for action in parser._actions  # pylint: disable=protected-access
+                      if isinstance(action, argparse._SubParsersAction))  # pylint: disable=protected-access
+    assert list(subparsers.choices) == ["run", "doctor", "worker", "matrix", "scan",
+                                        "upgrade", "regress", "verify"]
+    for name, subparser in subparsers.choices.items():
+        handler = subparser.get_default("handler")
+        module = getattr(handler, "__module__", "")
+        assert module.startswith("tpu_compat.commands."), (name, module)
+    assert not (PACKAGE / "migrate" / "commands.py").exists()
+    assert not (PACKAGE / "regress" / "commands.py").exists()
+    assert not (PACKAGE / "regress" / "runner.py").exists()
+
+
+# -- generated from the table ------------------------------------------------------------------
+
+
+def test_readme_table_is_generated_from_the_table():
+    readme_path = os.path.join(REPO_ROOT, "README.md")
+    with open(readme_path, encoding="utf-8") as handle:
+        readme = handle.read()
+    assert settings_docs.with_readme_table(readme) == readme, (
+        "README.md's configuration table is stale; regenerate it with: "
+        "python scripts/settings_table.py")
+    for setting in settings.ROWS:
+        assert f"| `{setting.variable}` |" in readme
+    assert ("`tpu` for `run`, `regress`, `verify` and the pytest plugin; `cpu` for programs "
+            "that call `install()` themselves") in readme
+
+
+def _flag_helps(command):
+    parser = cli.build_parser()
+    subparsers = next(action for action in parser._actions  # pylint: disable=protected-access
+                      if isinstance(action, argparse._SubParsersAction))  # pylint: disable=protected-access
+    subparser = subparsers.choices[command]
+    return subparser, {action.dest: action  # pylint: disable-next=protected-access
+                       for action in subparser._actions}
+
+
+@pytest.mark.parametrize("command,entry", [("run", settings.RUN), ("regress", settings.REGRESS),
+                                           ("verify", settings.REGRESS)])
+def test_help_is_generated_from_the_table(command, entry):
+    subparser, actions = _flag_helps(command)
+    text = " ".join(subparser.format_help().split())
+    rows = [row for row in settings.flag_rows(entry) if row.name != "seed"]
+    assert rows
+    for setting in rows:
+        action = actions[setting.name]
+        assert action.option_strings == [setting.flag]
+        assert action.help == setting.help(entry)
+        assert tuple(action.choices or ()) == tuple(setting.choices or ())
+        assert " ".join(setting.help(entry).split()) in text
+    if entry == settings.REGRESS:
+        # --seed / --no-seed are regress's own; the default is the table's.
+        assert subparser.get_default("seed") == settings.row("seed").default(settings.REGRESS)
+
+
+def test_run_help_tells_the_fidelity_default_truth(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: $TPU_COMPAT_FIDELITY, else tpu)" in text
+    assert "or cpu)" not in text
+
+
+def test_doctor_reports_every_row():
+    facts = doctor.settings_facts({})
+    assert [name for name, _ in facts] == [setting.variable for setting in settings.ROWS]
+    pod_facts = dict(doctor.pod_settings({}))
+    for (variable, fact), setting in zip(facts, settings.ROWS):
+        if variable in pod_facts:
+            assert fact == pod_facts[variable]
+        else:
+            assert fact == f"unset: {setting.defaults_sentence(quote='')}"
+    assert dict(facts)["TPU_COMPAT_FIDELITY"] == (
+        "unset: tpu for run, regress, verify and the pytest plugin; cpu for programs "
+        "that call install() themselves")
+    set_facts = dict(doctor.settings_facts({"TPU_COMPAT_FIDELITY": "TPU",
+                                            "TPU_COMPAT_NUM_REPLICAS": "4"}))
+    assert set_facts["TPU_COMPAT_FIDELITY"] == "tpu (set)"
+    assert set_facts["TPU_COMPAT_NUM_REPLICAS"] == "4 (set)"
+    with pytest.raises(_config.ConfigError, match="TPU_COMPAT_SEED='x' is not valid"):
+        doctor.settings_facts({"TPU_COMPAT_SEED": "x"})

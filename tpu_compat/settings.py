@@ -1,0 +1,290 @@
+"""The settings table: every value a user can set, in one place.
+
+Each :class:`Setting` row holds the environment variable, the ``tpu-compat``
+flag and the pytest option that set it, its parser (:mod:`tpu_compat._config`:
+bounds, and one clear error naming the variable or flag and the allowed
+values), and its default for each *entry point*:
+
+* ``install()``: a program that calls ``tpu_compat.install()`` itself,
+* ``run``: ``tpu-compat run``,
+* ``regress``: ``tpu-compat regress`` and ``tpu-compat verify``,
+* ``pytest``: the pytest plugin.
+
+An entry point calls :func:`resolve` once and passes the frozen
+:class:`Settings` it returns down. Library code that runs inside a program
+(the backend decision, a replica step being traced, the pod) reads one row
+with :func:`read` when it needs it: the environment is the channel from the
+entry point to the program and to the processes it starts (``tpu-compat run``
+exports what it resolved, :func:`export`). ``tpu-compat run --help``,
+``tpu-compat doctor`` and README.md's configuration table are generated from
+these rows (:mod:`tpu_compat.settings_docs` writes README's).
+
+Nothing here imports TensorFlow: the command line and the pytest plugin load
+it before the device layout is chosen.
+"""
+
+import os
+
+from tpu_compat import _config
+# The table's shape, re-exported: settings.RUN, settings.Setting, ...
+from tpu_compat.settings_schema import (  # pylint: disable=unused-import
+    COMMANDS, ENTRY_POINT_NAMES, ENTRY_POINTS, LIBRARY, PYTEST, REGRESS, RUN, Computed,
+    FrozenError, Setting, Settings)
+
+__all__ = ["ENTRY_POINTS", "LIBRARY", "PYTEST", "REGRESS", "ROWS", "RUN", "Setting",
+           "Settings", "add_flags", "export", "read", "resolve", "row"]
+
+# A v2-8 / v3-8 slice has 8 cores: what the emulated TPU has unless told.
+DEFAULT_EMULATED_REPLICAS = 8
+
+
+def _choices(allowed):
+    def parse(name, value):
+        return _config.choice(name, value, allowed)
+    return parse
+
+
+def tf_keras_installed():
+    """Whether tf-keras (Keras 2, what legacy code expects) can be imported."""
+    import importlib.util  # pylint: disable=import-outside-toplevel
+    return importlib.util.find_spec("tf_keras") is not None
+
+
+# Keras 3 (TF 2.21's default tf.keras) with steps_per_execution under
+# MirroredStrategy fails with INVALID_ARGUMENT; legacy code expects Keras 2,
+# which tf-keras is. Without tf-keras, TensorFlow's own default stays.
+_LEGACY_KERAS_FOR_RUN = Computed(lambda: "1" if tf_keras_installed() else None,
+                                 "1 when tf-keras is installed")
+
+
+def _replicas_text(value):
+    return (f"as many as the backend has: {DEFAULT_EMULATED_REPLICAS} emulated cores, "
+            f"every GPU or TPU core" if value is None else str(value))
+
+
+def _unset_as(text):
+    return lambda value: text if value is None else str(value)
+
+
+ROWS = (
+    Setting(
+        "backend", "TPU_COMPAT_BACKEND", _choices(("auto", "tpu", "gpu", "cpu")),
+        {RUN: "auto", REGRESS: "cpu", PYTEST: "auto", LIBRARY: "auto"},
+        values="`auto`, `tpu`, `gpu`, `cpu`",
+        meaning="hardware behind the strategies; `auto` uses a TPU if TensorFlow lists "
+                "local TPU devices or `TPU_NAME` is set, else GPUs, else CPU emulation, "
+                "and never touches the network; `regress` and `verify` run on the "
+                "CPU emulation whatever accelerators the machine has, so golden files "
+                "check anywhere",
+        summary="hardware", flag="--backend", flag_entries=(RUN, REGRESS),
+        choices=("auto", "tpu", "gpu", "cpu"), pytest_option="--tpu"),
+    Setting(
+        "num_replicas", "TPU_COMPAT_NUM_REPLICAS", _config.positive_int,
+        {RUN: None, REGRESS: DEFAULT_EMULATED_REPLICAS, PYTEST: DEFAULT_EMULATED_REPLICAS,
+         LIBRARY: None},
+        values="positive int", meaning="emulated TPU cores",
+        summary="emulated TPU cores", flag="--replicas", flag_entries=(RUN, REGRESS),
+        metavar="N", pytest_option="--tpu-compat-replicas", show=_replicas_text),
+    Setting(
+        "num_hosts", "TPU_COMPAT_NUM_HOSTS", _config.positive_int,
+        {RUN: None, PYTEST: None, LIBRARY: None},
+        values="positive int",
+        meaning="emulate a TPU pod slice of H hosts, each a TensorFlow worker process "
+                "with N/H of the cores ([pod slices](docs/pods.md)); the pytest "
+                "plugin's marker takes `hosts=H`",
+        summary="emulate a TPU pod slice of H hosts (docs/pods.md), each a "
+                "TensorFlow worker process with N/H of the cores",
+        flag="--hosts", flag_entries=(RUN,), metavar="H", show=_unset_as("1")),
+    Setting(
+        "warnings", "TPU_COMPAT_WARNINGS", _choices(("once", "always", "error", "ignore")),
+        {RUN: None, PYTEST: None, LIBRARY: None},
+        values="`once`, `always`, `error`, `ignore`",
+        meaning="policy for `TPUCompatDeprecationWarning`; `error` makes CI fail on any "
+                "legacy API",
+        summary="legacy-API warning policy", flag="--warnings", flag_entries=(RUN,),
+        choices=("once", "always", "error", "ignore"),
+        pytest_option="--tpu-compat-warnings", show=_unset_as("once")),
+    Setting(
+        "strict", "TPU_COMPAT_STRICT", _choices(("auto", "on", "off")),
+        {RUN: "auto", LIBRARY: "auto"},
+        values="`auto`, `on`, `off`",
+        meaning="modern calls (`run`, `experimental_distribute_dataset`, ...) follow "
+                "TF 2.21's `TPUStrategy` rules, errors included, while legacy entry "
+                "points keep their era's semantics; `auto` is `on` exactly when "
+                "legacy-API warnings are errors; `verify` runs the migrated script "
+                "with `on` ([strict mode](docs/emulated_tpu.md#strict-mode-tf-221s-rules))",
+        summary="modern calls follow TF 2.21's TPUStrategy rules, errors included; "
+                "auto: on when --warnings=error",
+        flag="--strict", flag_entries=(RUN,), choices=("auto", "on", "off")),
+    Setting(
+        "fidelity", "TPU_COMPAT_FIDELITY", _choices(("cpu", "tpu")),
+        # `tpu-compat run`, regress and the tests answer "does this work on a
+        # TPU": nothing legitimate broke when the whole test suite, every
+        # scenario and example ran under tpu (docs/emulated_tpu.md). A
+        # program that installs the shim itself keeps what its CPU runs.
+        {RUN: "tpu", REGRESS: "tpu", PYTEST: "tpu", LIBRARY: "cpu"},
+        values="`cpu`, `tpu`",
+        meaning="`tpu`: each replica step is checked at trace time as TF 2.21's TPU "
+                "compiler would (XLA kernel registry, no string/complex128 tensors); an "
+                "op a TPU cannot compile raises `TPUCompilationError` naming the op and "
+                "your line; with soft device placement on while the step is traced "
+                "(eager TF 2.x code, or set explicitly; off inside `tf.function` and in "
+                "TF 1.x mode) TF 2.21 moves such ops to the TPU host itself, so nothing "
+                "is reported ([fidelity](docs/emulated_tpu.md#fidelity-would-a-tpu-"
+                "compile-this-step))",
+        summary="tpu: check every replica step at trace time as TF 2.21's TPU "
+                "compiler would",
+        flag="--fidelity", flag_entries=(RUN, REGRESS), choices=("cpu", "tpu"),
+        metavar=None, pytest_option="--tpu-compat-fidelity",
+        exported_by=(RUN, PYTEST)),
+    Setting(
+        "seed", "TPU_COMPAT_SEED", _config.non_negative_int,
+        # regress and verify seed each script with their --seed (default 0,
+        # --no-seed: none) and ignore the variable, which they set per script.
+        {RUN: None, REGRESS: 0},
+        values="non-negative int",
+        meaning="seed Python, NumPy and TensorFlow RNGs before the script runs "
+                "(`regress` and `verify` set it for each script from their `--seed`)",
+        flag="--seed", flag_entries=(REGRESS,), metavar="N", show=_unset_as("unseeded")),
+    Setting(
+        "pod_timeout", "TPU_COMPAT_POD_TIMEOUT", _config.positive_seconds,
+        {RUN: 60.0, LIBRARY: 60.0},
+        values="positive number of seconds",
+        meaning="how long a pod worker may take to come up (and, with `TF_CONFIG`, "
+                "to answer) ([pod slices](docs/pods.md))",
+        show=lambda value: f"{value:g}"),
+    Setting(
+        "pod_port", "TPU_COMPAT_POD_PORT", _config.port_number,
+        {RUN: None, LIBRARY: None},
+        values="port, 1 to 65535",
+        meaning="first loopback port of the pod workers `--hosts` starts, one per host "
+                "([pod slices](docs/pods.md))",
+        show=_unset_as("free ports")),
+    Setting(
+        "legacy_keras", "TF_USE_LEGACY_KERAS", _config.any_text,
+        {RUN: _LEGACY_KERAS_FOR_RUN, LIBRARY: None},
+        values="`1` / `0` (TensorFlow reads `1`, `true`, `True` as yes)",
+        meaning="`tpu-compat run` sets `1` (tf-keras, the Keras 2 legacy code expects) "
+                "unless you set it",
+        show=_unset_as("unset (Keras 3)"), exported_by=(RUN,), blank_is_unset=False),
+)
+
+_BY_NAME = {setting.name: setting for setting in ROWS}
+
+# The variables, for messages that name them.
+BACKEND_VAR = _BY_NAME["backend"].variable
+REPLICAS_VAR = _BY_NAME["num_replicas"].variable
+HOSTS_VAR = _BY_NAME["num_hosts"].variable
+WARNINGS_VAR = _BY_NAME["warnings"].variable
+STRICT_VAR = _BY_NAME["strict"].variable
+FIDELITY_VAR = _BY_NAME["fidelity"].variable
+SEED_VAR = _BY_NAME["seed"].variable
+POD_TIMEOUT_VAR = _BY_NAME["pod_timeout"].variable
+POD_PORT_VAR = _BY_NAME["pod_port"].variable
+LEGACY_KERAS_VAR = _BY_NAME["legacy_keras"].variable
+
+BACKENDS = _BY_NAME["backend"].choices
+WARNING_POLICIES = _BY_NAME["warnings"].choices
+STRICT_CHOICES = _BY_NAME["strict"].choices
+FIDELITY_CHOICES = _BY_NAME["fidelity"].choices
+
+
+def row(name):
+    """The row of setting ``name`` (a :class:`Settings` attribute name)."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no setting {name!r}; settings: {', '.join(_BY_NAME)}") from None
+
+
+def read(name, environ=None, entry=LIBRARY):
+    """One setting from the environment (validated), else its default at ``entry``.
+
+    For library code that needs a setting when the program reaches it (a
+    replica step traced, the backend decided): the environment is what the
+    entry point that started the program exported.
+    """
+    return row(name).read(environ, entry)
+
+
+def resolve(entry, environ=None, flags=None, names=None):
+    """The settings of entry point ``entry``, each validated once.
+
+    Args:
+      entry: one of :data:`ENTRY_POINTS`.
+      environ: the environment (default ``os.environ``).
+      flags: ``{name: raw value or None}``, what the command line gave; a
+        given flag wins over the variable, and a bad one is named as the flag.
+      names: the rows to resolve (default: every row with a default at
+        ``entry``), in table order.
+
+    Raises:
+      ConfigError: naming the first bad variable or flag.
+    """
+    if entry not in ENTRY_POINTS:
+        raise _config.ConfigError(f"entry={entry!r} is not valid; allowed values: "
+                                  f"{', '.join(ENTRY_POINTS)}")
+    environ = os.environ if environ is None else environ
+    flags = {name: value for name, value in (flags or {}).items() if value is not None}
+    wanted = set(names) if names is not None else {
+        setting.name for setting in ROWS if entry in setting.defaults}
+    for name in wanted | set(flags):
+        if entry not in row(name).defaults:
+            raise ValueError(f"setting {name!r} has no default at {entry}; add one to "
+                             f"its row in tpu_compat/settings.py")
+    values, sources = {}, {}
+    for setting in ROWS:
+        if setting.name not in wanted:
+            continue
+        if setting.name in flags:
+            flag = setting.pytest_option if entry == PYTEST else setting.flag
+            values[setting.name] = setting.parse(flag, flags[setting.name])
+            sources[setting.name] = flag
+        elif setting.given_in(environ):
+            values[setting.name] = setting.parse(setting.variable,
+                                                 environ[setting.variable])
+            sources[setting.name] = setting.variable
+        else:
+            values[setting.name] = setting.default(entry)
+            sources[setting.name] = None
+    return Settings(entry, values, sources)
+
+
+def export(resolved, environ=None):
+    """Writes what ``resolved`` took from flags, and the entry point's exported
+    defaults, to the environment; returns the variables it set, in table order.
+
+    The program's library code and the processes it starts (pod workers,
+    child pytest processes) read the environment, not this object.
+    """
+    environ = os.environ if environ is None else environ
+    changed = []
+    for setting in ROWS:
+        if setting.name not in resolved:
+            continue
+        value = getattr(resolved, setting.name)
+        source = resolved.source(setting.name)
+        from_flag = source not in (None, setting.variable)
+        exported_default = (source is None and resolved.entry in setting.exported_by
+                            and value is not None)
+        if from_flag or exported_default:
+            environ[setting.variable] = str(value)
+            changed.append(setting.variable)
+    return changed
+
+
+def flag_rows(entry, names=None):
+    """The rows whose flag ``entry``'s commands take (of ``names``), table order."""
+    return [setting for setting in ROWS if entry in setting.flag_entries
+            and (names is None or setting.name in names)]
+
+
+def add_flags(parser, entry, names=None):
+    """Adds the settings' flags to ``entry``'s argparse ``parser``.
+
+    Each flag's value lands under the row's name, unparsed (None when not
+    given), for :func:`resolve`'s ``flags``; its help is the row's.
+    """
+    for setting in flag_rows(entry, names):
+        parser.add_argument(setting.flag, dest=setting.name, choices=setting.choices,
+                            metavar=setting.metavar, help=setting.help(entry))
