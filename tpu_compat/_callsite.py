@@ -25,6 +25,7 @@ Served from here:
 Imports nothing heavy: ``import tpu_compat`` loads it (through deprecation).
 """
 
+import functools
 import os
 import sys
 import threading
@@ -166,6 +167,13 @@ def is_program_code(globals_):
         return True
     if not filename:
         return False
+    return _is_program_file(filename)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_program_file(filename):
+    # Cached: the router asks for every `import tensorflow...` statement run
+    # after install(), TensorFlow's and tf_keras's own included.
     return not os.path.abspath(filename).startswith(library_roots())
 
 
@@ -182,10 +190,10 @@ def shown_in_program_traceback(frames, runner_codes):
     Returns one bool per frame. ``runner_codes`` are the code objects of the
     runner's functions that start the program: the innermost frame running
     one of them and every frame above it are how ``tpu-compat run`` started
-    (``__main__``, the CLI, the console script, the runner), and the runpy
-    frames right below it are how ``-m`` starts a module. A traceback that
-    does not pass through them (a chained exception caught inside the
-    program) keeps its leading frames. Frames of the import plumbing
+    (the runner catches the program's exception, so its traceback starts
+    there), and the runpy frames right below it are how ``-m`` starts a
+    module. A traceback that does not pass through them (a chained exception
+    caught inside the program) keeps its leading frames. Frames of the import plumbing
     (modules flagged :data:`PLUMBING_FLAG`) are dropped wherever they are.
     """
     frames = list(frames)

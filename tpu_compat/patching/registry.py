@@ -32,7 +32,6 @@ class _Installation:
 
     changes: Changes
     router: ImportRouter
-    lock: threading.RLock
     policy: Optional[str]
 
 
@@ -208,7 +207,7 @@ def install(backend=None, num_replicas=None, warnings=None, *, tf1_imports=False
             _installed = (changes, ImportRouter(changes, _lock), set())
             _warn_if_tensorflow_unproven()
         changes, router, applied = _installed
-        installation = _Installation(changes, router, _lock, policy)
+        installation = _Installation(changes, router, policy)
         try:
             for row in PATCHES:
                 if row.each_call or (row.name not in applied
