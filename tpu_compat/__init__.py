@@ -31,17 +31,38 @@ _LAZY_SUBMODULES = ("compat", "distribute")
 def install(backend=None, num_replicas=None, warnings=None):
     """Routes TensorFlow's TPU names to the tpu_compat adapters.
 
-    See :func:`tpu_compat.routing.install`; imports TensorFlow.
+    Walks the registry of :mod:`tpu_compat.patching`: it decides the backend
+    (configuring the emulated TPU's logical devices, so call it before
+    TensorFlow runs any op), applies the warning policy, keeps autograph from
+    converting tpu_compat's code, then replaces in every TensorFlow API module
+    the three TPUStrategy classes, the ``TPUClusterResolver``, the TPU system
+    calls and the low-level ``tf.compat.v1.tpu`` API; gives the native
+    strategies the removed legacy methods; resolves TPU-host, TPU-core and
+    absent-GPU device names when emulating; patches Keras for legacy TPU
+    programs; serves the program's ``tensorflow.python.keras`` and
+    ``tensorflow.contrib`` imports; and gives TensorFlow back ``tf.estimator``
+    (with TPUEstimator). Everything, the warning filters and autograph's rules
+    included, is done under one lock and recorded, so :func:`uninstall`
+    restores exactly what was there. Imports TensorFlow.
+
+    Args:
+      backend: ``auto``/``tpu``/``gpu``/``cpu``; default ``TPU_COMPAT_BACKEND``.
+      num_replicas: emulated cores; default ``TPU_COMPAT_NUM_REPLICAS`` or 8.
+      warnings: ``once``/``always``/``error``/``ignore``; default
+        ``TPU_COMPAT_WARNINGS``.
+
+    Returns:
+      An :class:`~tpu_compat.patching.InstallHandle`, usable as a context manager.
     """
-    from tpu_compat import routing  # pylint: disable=import-outside-toplevel
-    return routing.install(backend=backend, num_replicas=num_replicas,
-                           warnings=warnings)
+    from tpu_compat import patching  # pylint: disable=import-outside-toplevel
+    return patching.install(backend=backend, num_replicas=num_replicas,
+                            warnings=warnings)
 
 
 def uninstall():
     """Restores every TensorFlow object that :func:`install` replaced."""
-    from tpu_compat import routing  # pylint: disable=import-outside-toplevel
-    return routing.uninstall()
+    from tpu_compat import patching  # pylint: disable=import-outside-toplevel
+    return patching.uninstall()
 
 
 __getattr__ = submodule_getattr(__name__, _LAZY_SUBMODULES)

@@ -23,7 +23,7 @@ import sys
 import threading
 import warnings
 
-from tpu_compat import _config, settings
+from tpu_compat import _callsite, _config, settings
 
 __all__ = [
     "PolicyChange",
@@ -32,6 +32,7 @@ __all__ = [
     "filter_action",
     "warn_direct_use",
     "warn_legacy",
+    "warn_user",
 ]
 
 _POLICY_TO_ACTION = {
@@ -143,72 +144,6 @@ def apply_policy(policy=None):
     return PolicyChange(removed, added)
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_IMPORT_SYSTEM = "<frozen importlib."  # importlib._bootstrap's frames' filename
-
-
-def _package_dir(name):
-    module = sys.modules.get(name)
-    path = getattr(module, "__file__", None)
-    return os.path.dirname(os.path.abspath(path)) + os.sep if path else None
-
-
-def _user_frame(frame, direct=False):
-    """The user's frame that used a legacy API, walking up from ``frame``.
-
-    Frames of TensorFlow's function-tracing machinery (autograph,
-    tf.function) are skipped: inside a ``tf.function`` the user's call
-    reaches us through them. Frames of tpu_compat itself are skipped too,
-    unless ``direct``: a hook wrapper passes the frame that called the legacy
-    API, and when that is tpu_compat's own code (the router building the v1
-    strategy, an adapter reading ``extended.steps_per_run``) the use is
-    internal and does not warn. If the first remaining frame belongs to
-    TensorFlow or Keras, the library called the legacy API itself (e.g.
-    tf_keras's TF1 training loop calling ``make_dataset_iterator``), not the
-    user: None says do not warn. The import system's frames are skipped too,
-    and a hook read made by it directly is silent: for ``from
-    tf.estimator import ModeKeys`` importlib first checks the name with
-    ``hasattr``, then the user's own frame reads it (and that read warns).
-    """
-    tf_dir = _package_dir("tensorflow")
-    library_dirs = tuple(d for d in (tf_dir, _package_dir("tf_keras"),
-                                     _package_dir("keras")) if d)
-    tracing_dirs = tuple(os.path.join(tf_dir, "python", sub) + os.sep
-                         for sub in ("autograph", "eager", "util")) if tf_dir else ()
-    while frame is not None:
-        if frame.f_code.co_filename.startswith(_IMPORT_SYSTEM):
-            if direct:
-                return None
-            frame = frame.f_back
-            continue
-        filename = os.path.abspath(frame.f_code.co_filename)
-        if filename.startswith(_PACKAGE_DIR):
-            if direct:
-                return None
-        elif not filename.startswith(tracing_dirs):
-            return None if filename.startswith(library_dirs) else frame
-        frame = frame.f_back
-    return None
-
-
-def _autograph_origin(frame):
-    """The user's ``(filename, lineno)`` behind an autograph-generated frame."""
-    return _autograph_source(frame.f_code.co_filename, frame.f_lineno)
-
-
-def _autograph_source(filename, lineno):
-    """The user's ``(filename, lineno)`` behind an autograph-generated location."""
-    if "__autograph_generated_file" not in filename:
-        return None
-    try:
-        from tensorflow.python.util import tf_stack  # pylint: disable=import-outside-toplevel
-        mapper = tf_stack._source_mapper_stacks[threading.get_ident()][-1]  # pylint: disable=protected-access
-        origin = mapper.get_effective_source_map().get((filename, lineno))
-    except Exception:  # pylint: disable=broad-except
-        return None  # private API moved: fall back to the generated location
-    return (origin[0], origin[1]) if origin else None
-
-
 def warn_legacy(rule, detail=None):
     """Warns that the legacy API ``rule`` (a record or a rule id) was used.
 
@@ -216,7 +151,7 @@ def warn_legacy(rule, detail=None):
     points at the first frame above tpu_compat (and TensorFlow's tracing
     machinery), and is not given when TensorFlow or Keras made the call.
     """
-    _warn(rule, detail, _user_frame(sys._getframe(1)))  # pylint: disable=protected-access
+    _warn(rule, detail, _callsite.user_frame(sys._getframe(1)))  # pylint: disable=protected-access
 
 
 def warn_direct_use(rule, caller):
@@ -226,7 +161,17 @@ def warn_direct_use(rule, caller):
     that called the hooked method: only a use written in the user's code
     warns, not one by tpu_compat, TensorFlow or Keras.
     """
-    _warn(rule, None, _user_frame(caller, direct=True))
+    _warn(rule, None, _callsite.user_frame(caller, direct=True))
+
+
+def warn_user(warning):
+    """Warns ``warning`` (a Warning instance) at the user's line, once per call site.
+
+    For tpu_compat's other warnings (device names mapped onto the emulated
+    TPU): the same frame as :func:`warn_legacy` and the same warn path, the
+    policy aside, which governs only :class:`TPUCompatDeprecationWarning`.
+    """
+    _warn(warning, None, _callsite.user_frame(sys._getframe(1)))  # pylint: disable=protected-access
 
 
 def warn_at_frame(message, category, frame):
@@ -260,12 +205,15 @@ def _spec_names_the_loader(module_globals):
 def _warn(rule, detail, frame):
     if frame is None:
         return
-    from tpu_compat import legacy_api  # local: legacy_api imports nothing heavy
-    record = legacy_api.get(rule) if isinstance(rule, str) else rule
-    message = record.warning_message()
-    if detail:
-        message = f"{message} {detail}"
-    origin = _autograph_origin(frame)
+    if isinstance(rule, Warning):  # warn_user's: the category is its class
+        message = rule
+    else:
+        from tpu_compat import legacy_api  # local: legacy_api imports nothing heavy
+        record = legacy_api.get(rule) if isinstance(rule, str) else rule
+        message = record.warning_message()
+        if detail:
+            message = f"{message} {detail}"
+    origin = _callsite.autograph_source(frame.f_code.co_filename, frame.f_lineno)
     if origin is None:
         warn_at_frame(message, TPUCompatDeprecationWarning, frame)
         return

@@ -15,7 +15,7 @@ import sys
 import traceback
 import types
 
-from tpu_compat import _config, _program_code, settings
+from tpu_compat import _callsite, _config, settings
 from tpu_compat.exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE
 # The runner's Keras choice, which doctor reports (and tests stub here).
 from tpu_compat.settings import tf_keras_installed  # pylint: disable=unused-import
@@ -83,13 +83,12 @@ def check_pod_settings(environ, hosts_flag=False, replicas_flag=False):
 
 
 def _install(tf1):
-    # pylint: disable=import-outside-toplevel
-    import tpu_compat
-    handle = tpu_compat.install()
+    from tpu_compat import patching  # pylint: disable=import-outside-toplevel
+    # --tf1 is a row of install()'s registry: TF 1.x behaviour, and the
+    # program's `import tensorflow` is tf.compat.v1 (patching.import_router).
+    handle = patching.install(tf1_imports=tf1)
     if handle.backend.emulated and COLAB_TPU_ADDR_VAR not in os.environ:
         os.environ[COLAB_TPU_ADDR_VAR] = EMULATED_COLAB_TPU_ADDR
-    if tf1:
-        _enable_tf1_imports()
     _seed_random_generators()
     return handle
 
@@ -118,69 +117,39 @@ def _seed_random_generators():
     tf.compat.v1.get_default_graph().seed = seed
 
 
-# -- --tf1: `import tensorflow` means tf.compat.v1, for the program's code only
-
-
-def _enable_tf1_imports():
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    tf.compat.v1.disable_v2_behavior()
-    compat_v1 = tf.compat.v1
-    original_import = builtins.__import__
-
-    def tf1_import(name, globals=None, locals=None, fromlist=(), level=0):  # pylint: disable=redefined-builtin
-        module = original_import(name, globals, locals, fromlist, level)
-        if level == 0 and name == "tensorflow" and _program_code.is_program_code(globals):
-            return compat_v1
-        return module
-
-    builtins.__import__ = tf1_import
-
-
 # -- running ---------------------------------------------------------------
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-# The modules between `tpu-compat run` and the user's code: the runner, and
-# the import hooks every import of the program passes through (--tf1 here,
-# tensorflow.python.keras and tensorflow.contrib), which `python SCRIPT` lacks.
-_RUNNER_FILES = frozenset(os.path.join(_PACKAGE_DIR, name) for name in (
-    "runner.py", "cli.py", "__main__.py", os.path.join("commands", "run.py"),
-    os.path.join("runtime", "keras_imports.py"), os.path.join("contrib", "_hook.py")))
-
-
-def _is_runner_frame(frame):
-    return os.path.abspath(frame.filename) in _RUNNER_FILES
-
-
-def _is_runpy_frame(frame):
-    return (frame.filename.startswith("<frozen runpy")
-            or os.path.basename(frame.filename) == "runpy.py")
-
-
-def _strip_runner_frames(report, seen):
+def _strip_runner_frames(report, error, seen):
     """Removes the runner's frames from ``report`` and the exceptions it chains.
 
-    The leading frames (runner, and runpy for ``-m``) are how the script was
-    started; the --tf1 import hook's frames sit in the middle of any import.
-    ``python SCRIPT`` shows neither.
+    ``report`` is the TracebackException of ``error``. The leading frames
+    (everything up to the runner's launch, and runpy for ``-m``) are how the
+    script was started; the import router's frames sit in the middle of any
+    import of the program. ``python SCRIPT`` shows neither (the decision is
+    tpu_compat._callsite's).
     """
-    if report is None or id(report) in seen:
+    if report is None or error is None or id(report) in seen:
         return
     seen.add(id(report))
-    frames = list(report.stack)
-    while frames and (_is_runner_frame(frames[0]) or _is_runpy_frame(frames[0])):
-        frames.pop(0)
+    frames = [frame for frame, _ in traceback.walk_tb(error.__traceback__)]
+    # The report's stack is the traceback's frames, outermost first (cut short
+    # only by sys.tracebacklimit).
+    shown = _callsite.shown_in_program_traceback(frames[:len(report.stack)],
+                                                 _LAUNCH_CODES)
     report.stack = traceback.StackSummary.from_list(
-        [frame for frame in frames if not _is_runner_frame(frame)])
-    for chained in (report.__cause__, report.__context__,
-                    *(getattr(report, "exceptions", None) or ())):
-        _strip_runner_frames(chained, seen)
+        [summary for summary, keep in zip(report.stack, shown) if keep])
+    _strip_runner_frames(report.__cause__, error.__cause__, seen)
+    _strip_runner_frames(report.__context__, error.__context__, seen)
+    for chained_report, chained in zip(getattr(report, "exceptions", None) or (),
+                                       getattr(error, "exceptions", None) or ()):
+        _strip_runner_frames(chained_report, chained, seen)
 
 
 def _print_user_traceback(error):
     """Prints ``error`` as ``python SCRIPT`` would: without the runner's frames."""
     report = traceback.TracebackException(
         type(error), error, error.__traceback__, compact=True)
-    _strip_runner_frames(report, set())
+    _strip_runner_frames(report, error, set())
     sys.stderr.write("".join(report.format()))
 
 
@@ -250,9 +219,14 @@ def _exit_status(error):
     return EXIT_FAILURE
 
 
-def _execute(run):
+def _execute(run, *args, **kwargs):
+    """Runs the program: ``run(*args, **kwargs)``; returns its exit code.
+
+    Its frame is where the program starts: this frame and every frame above it
+    are left out of the program's traceback (:data:`_LAUNCH_CODES`).
+    """
     try:
-        run()
+        run(*args, **kwargs)
     except BaseException as error:  # pylint: disable=broad-except
         return _exit_status(_pod_failure_behind(error) or error)
     finally:
@@ -282,7 +256,7 @@ def run_script(path, args=(), tf1=False):
     sys.modules["__main__"] = main
     sys.argv = [path, *args]
     sys.path[0] = os.path.dirname(os.path.abspath(path))
-    return _execute(lambda: exec(code, main.__dict__))  # pylint: disable=exec-used
+    return _execute(exec, code, main.__dict__)
 
 
 def run_module(module_name, args=(), tf1=False):
@@ -297,5 +271,10 @@ def run_module(module_name, args=(), tf1=False):
         raise RunError(f"cannot run module {module_name!r}: no module of that name")
     _install(tf1)
     sys.argv = [spec.origin or module_name, *args]
-    return _execute(lambda: runpy.run_module(module_name, run_name="__main__",
-                                             alter_sys=True))
+    return _execute(runpy.run_module, module_name, run_name="__main__", alter_sys=True)
+
+
+# The runner's functions that start the program: a traceback shows no frame up
+# to the innermost of them (run_script: a SyntaxError found before the program
+# ran; _execute: anything the program raised).
+_LAUNCH_CODES = frozenset((run_script.__code__, run_module.__code__, _execute.__code__))

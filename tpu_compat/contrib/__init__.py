@@ -22,8 +22,8 @@ whose names are properties; a record's ``reads`` hook names the property
 per call site at the user's line (:mod:`tpu_compat.runtime.hooks`). Any other
 ``tf.contrib`` module or name raises one error that names it.
 
-The objects are not put in ``sys.modules``: the import hook
-(:mod:`tpu_compat.contrib._hook`) serves them to the program's own code only,
+The objects are not put in ``sys.modules``: the import router's contrib route
+(:mod:`tpu_compat.contrib.imports`) serves them to the program's own code only,
 so TensorFlow and other libraries that probe for ``tensorflow.contrib`` still
 see TF 2's answer.
 """
@@ -35,14 +35,15 @@ from tpu_compat.runtime import hooks
 
 __all__ = ["ContribClusterResolver", "ContribData", "ContribDistribute", "ContribLayers",
            "ContribNotProvidedError", "ContribTPU", "ContribTraining", "contrib_module",
-           "served_names", "submodule"]
+           "not_provided_message", "served_names", "submodule"]
 
 
 class ContribNotProvidedError(AttributeError):
     """A ``tf.contrib`` module or name that tpu_compat does not provide."""
 
 
-def _not_provided(dotted):
+def not_provided_message(dotted):
+    """The one error text for a ``tf.contrib`` module or name tpu_compat does not serve."""
     return (f"{dotted} is not provided: TensorFlow 2 removed tf.contrib, and "
             f"tpu_compat gives back only the TPU names and the few helpers with "
             f"an exact TF 1.15 equivalent ({', '.join(f'tf.contrib.{m}' for m in sorted(_MODULES))}). "
@@ -101,7 +102,7 @@ class _ContribSubmodule(types.ModuleType):
                 raise ContribNotProvidedError(
                     f"tf.contrib.tpu.{name} needs tpu_compat's TPUEstimator "
                     f"({ESTIMATOR_MODULE}), which this installation does not have")
-        raise ContribNotProvidedError(_not_provided(f"tf.contrib.{self.SHORT_NAME}.{name}"))
+        raise ContribNotProvidedError(not_provided_message(f"tf.contrib.{self.SHORT_NAME}.{name}"))
 
     def __dir__(self):
         names = set(served_names(type(self)))
@@ -208,7 +209,7 @@ def contrib_module():
 def submodule(short_name):
     """``tensorflow.contrib.<short_name>``; ContribNotProvidedError if not provided."""
     if short_name not in _MODULES:
-        raise ContribNotProvidedError(_not_provided(f"tf.contrib.{short_name}"))
+        raise ContribNotProvidedError(not_provided_message(f"tf.contrib.{short_name}"))
     if short_name not in _submodules:
         module = _MODULES[short_name]()
         module.__loader__ = None

@@ -20,7 +20,6 @@ applies.
 """
 
 import functools
-import sys
 
 import tensorflow as tf
 from tensorflow.python.distribute import mirrored_strategy
@@ -40,6 +39,7 @@ __all__ = [
     "device_v1",
     "list_logical_devices",
     "list_physical_devices",
+    "api_routes",
     "resolve",
     "route_strategy_devices",
 ]
@@ -66,10 +66,7 @@ class TPUCompatDeviceWarning(UserWarning):
 
 def _warn_mapping(message):
     """Warns once per call site, at the user's line (as ``warn_legacy`` does)."""
-    frame = deprecation._user_frame(sys._getframe(1))  # pylint: disable=protected-access
-    if frame is None:
-        return  # TensorFlow or Keras named the device, not the program
-    deprecation.warn_at_frame(message, TPUCompatDeviceWarning, frame)
+    deprecation.warn_user(TPUCompatDeviceWarning(message))
 
 
 @functools.lru_cache(maxsize=None)
@@ -263,6 +260,16 @@ def _mapped_init(native_init, strategy_name, argument):
 
     __init__.__tpu_compat_added__ = True
     return __init__
+
+
+def api_routes():
+    """``(TensorFlow's function, its replacement)``: what install() routes in
+    every TensorFlow API module (the TPU host, TPU cores and absent GPUs by name)."""
+    return ((_native_connect_to_host, connect_to_host),
+            (_native_device_v2, device),
+            (_native_device_v1, device_v1),
+            (_native_list_logical_devices, list_logical_devices),
+            (_native_list_physical_devices, list_physical_devices))
 
 
 def route_strategy_devices(state):

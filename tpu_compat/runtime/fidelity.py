@@ -34,7 +34,6 @@ traced, before any step runs, against what TF 2.21 would do with them:
   is caught by the registry.
 """
 
-import os
 import threading
 
 import tensorflow as tf
@@ -44,7 +43,7 @@ from tensorflow.python.framework import dtypes
 from tensorflow.python.framework import kernels
 from tensorflow.python.framework import ops
 
-from tpu_compat import deprecation, settings
+from tpu_compat import _callsite, settings
 from tpu_compat.runtime import compile_time_constants
 
 __all__ = ["TPUCompilationError", "check_ops", "enabled", "mark_host_ops"]
@@ -220,22 +219,7 @@ def _offenders(op_list, graph, seen_graphs, dependence):
 
 def _user_location(op):
     """The ``(file, line)`` of the user's code that created ``op``."""
-    tf_dir = deprecation._package_dir("tensorflow")  # pylint: disable=protected-access
-    skipped = tuple(d for d in (tf_dir, deprecation._package_dir("tf_keras"),  # pylint: disable=protected-access
-                                deprecation._package_dir("keras"),  # pylint: disable=protected-access
-                                deprecation._PACKAGE_DIR) if d)  # pylint: disable=protected-access
-    fallback = None
-    for frame in reversed(list(op.traceback or ())):
-        filename, lineno = frame.filename, frame.lineno
-        origin = deprecation._autograph_source(filename, lineno)  # pylint: disable=protected-access
-        if origin is not None:
-            filename, lineno = origin
-        if filename.startswith("<") or "__autograph_generated_file" in filename:
-            continue
-        fallback = fallback or (filename, lineno)
-        if not os.path.abspath(filename).startswith(skipped):
-            return filename, lineno
-    return fallback or ("<unknown>", 0)
+    return _callsite.user_location(op.traceback)
 
 
 _FIXES = {

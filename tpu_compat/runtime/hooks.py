@@ -12,7 +12,7 @@ so a record's hook and the code that warns cannot drift apart:
   ``reads`` hook like an instance attribute: the property goes on the
   module's own class (:func:`_module_with_own_class`);
 * targets in TensorFlow, tf_keras and Keras are instrumented by
-  ``tpu_compat.install()`` through the routing state (:func:`instrument_library`),
+  ``tpu_compat.install()`` through the installation's changes (:func:`instrument_library`),
   so ``uninstall()`` puts the originals back.
 
 One wrapper per target checks every hook on it, in table order. A wrapper
@@ -48,7 +48,7 @@ def targets():
     for record in legacy_api.RECORDS:
         hook = record.hook
         if not hook.observable or hook.kind == legacy_api.HOOK_IMPORT:
-            continue  # import hooks name modules, seen by the import routing
+            continue  # import hooks name modules, seen by the import router
         for target in hook.targets:
             module, _, path = target.partition(":")
             table.setdefault(module, {}).setdefault(path, []).append((record, hook))
@@ -236,7 +236,7 @@ def instrument_module(module_name):
 
 def instrument_library(state, package):
     """Instruments the hook targets in ``package`` (``tensorflow``, ``tf_keras``
-    or ``keras``) through ``state``, the routing ``_Installed``, which undoes it.
+    or ``keras``) through ``state``, the installation's ``patching.changes.Changes``, which undoes it.
     """
     for module_name, members in _TARGETS.items():
         if module_name.partition(".")[0] != package:

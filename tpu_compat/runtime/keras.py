@@ -27,12 +27,11 @@ generations of that code run unchanged (see docs/keras.md for the semantics):
   :class:`Keras3LimitationError` naming ``TF_USE_LEGACY_KERAS=1``.
 
 Patches are applied to whichever Keras packages are imported when
-``install()`` runs, and by an import hook to the ones imported later; every
-patch is recorded in the routing state, so ``uninstall()`` restores Keras.
+``install()`` runs, and by the import router to the ones imported later; every
+patch is recorded in the installation's changes, so ``uninstall()`` restores Keras.
 """
 
 import functools
-import importlib.abc
 import importlib.util
 import inspect
 import sys
@@ -406,72 +405,15 @@ def _patch_keras3(state, package):
 _PATCHES = {"tf_keras": _patch_tf_keras, "keras": _patch_keras3}
 
 
-class _PatchingLoader(importlib.abc.Loader):
-    """Runs a package's own loader, then patches the freshly imported package."""
+def route_keras(state, router):
+    """Patches tf_keras and Keras 3 now, or when first imported, through ``state``.
 
-    def __init__(self, loader, patch):
-        self._loader = loader
-        self._patch = patch
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        self._loader.exec_module(module)
-        self._patch(module)
-
-    def __getattr__(self, name):  # get_source, is_package, resource readers...
-        return getattr(self._loader, name)
-
-
-class _PatchOnImport(importlib.abc.MetaPathFinder):
-    """Patches a Keras package when the program imports it after ``install()``."""
-
-    def __init__(self, patches):
-        self.patches = dict(patches)  # package name -> patch(module)
-
-    def find_spec(self, fullname, path=None, target=None):
-        patch = self.patches.get(fullname)
-        if patch is None:
-            return None
-        for finder in sys.meta_path:
-            find_spec = getattr(finder, "find_spec", None)
-            if finder is self or find_spec is None:
-                continue
-            spec = find_spec(fullname, path, target)
-            if spec is not None:
-                if spec.loader is not None:
-                    spec.loader = _PatchingLoader(spec.loader, patch)
-                return spec
-        return None
-
-
-def route_keras(state, lock):
-    """Patches tf_keras and Keras 3 now or when imported, through ``state``.
-
-    ``state`` is the routing ``_Installed``; ``lock`` the routing lock, taken
-    by a patch applied on import so it never races ``uninstall()``.
+    ``state`` is the installation's ``Changes``; a package not imported yet is
+    patched on load by ``router``, the installation's import router
+    (:mod:`tpu_compat.patching.import_router`).
     """
-    pending = {}
     for name, patch in _PATCHES.items():
         if name in sys.modules:
             patch(state, sys.modules[name])
         else:
-            pending[name] = patch
-    if not pending:
-        return
-    hook = _PatchOnImport({})
-
-    def patch_on_import(name, patch):
-        def apply(module):
-            with lock:
-                if hook in sys.meta_path:  # still installed
-                    hook.patches.pop(name, None)
-                    patch(state, module)
-        return apply
-
-    hook.patches = {name: patch_on_import(name, patch)
-                    for name, patch in pending.items()}
-    sys.meta_path.insert(0, hook)
-    state.on_undo(lambda: sys.meta_path.remove(hook)
-                  if hook in sys.meta_path else None)
+            router.patch_on_load(name, functools.partial(patch, state))

@@ -7,27 +7,30 @@ tensorflow.python.keras.engine import base_layer``. In TF 2.21 that package is
 a leftover without most layers; tf_keras, the Keras 2 legacy code expects,
 keeps the same modules under ``tf_keras.src``.
 
-The redirection is scoped to the program's code (:mod:`tpu_compat._program_code`,
-the rule the runner's ``--tf1`` uses): TensorFlow's own modules import
-``tensorflow.python.keras`` too and must keep getting it. So it changes no
-entry of ``sys.modules``; it wraps ``builtins.__import__`` and, for an import
-statement in the program's code, returns a view in which
+The redirection is one row of the import router
+(:mod:`tpu_compat.patching.import_router`), scoped to the program's code as
+``--tf1`` is: TensorFlow's own modules import ``tensorflow.python.keras`` too
+and must keep getting it. So it changes no entry of ``sys.modules``; for an
+import statement in the program's code, the route (:func:`import_route`) returns a view in which
 ``tensorflow.python.keras.X`` is ``tf_keras.src.X`` (with the few modules
 tf_keras renamed, and TF 2.1-2.3's ``mixed_precision.experimental`` from
 :mod:`tpu_compat.runtime.keras_era`). ``importlib.import_module`` calls are
 not import statements and are left alone.
 """
 
-import builtins
 import importlib
 import importlib.util
 import types
 
-from tpu_compat import _program_code
 from tpu_compat.deprecation import warn_legacy
 from tpu_compat.runtime import hooks
 
-__all__ = ["LEGACY_PACKAGE", "route_keras_imports", "tf_keras_module"]
+__all__ = ["LEGACY_PACKAGE", "import_route", "tf_keras_module"]
+
+# This module's frames sit inside the program's imports (and its views'
+# attribute reads): the runner leaves them out of the program's traceback
+# (tpu_compat._callsite).
+__tpu_compat_plumbing__ = True
 
 LEGACY_PACKAGE = "tensorflow.python.keras"
 _TARGET_PACKAGE = "tf_keras.src"
@@ -146,41 +149,32 @@ def _is_legacy_import(name, fromlist):
     return name == "tensorflow.python" and bool(fromlist) and "keras" in fromlist
 
 
-def route_keras_imports(state):
-    """Wraps ``builtins.__import__`` (undone through ``state``) when tf_keras exists."""
+def import_route(changes):
+    """The import router's ``tensorflow.python.keras`` route, or None without tf_keras."""
+    del changes  # the route changes nothing: it serves views
     if importlib.util.find_spec("tf_keras") is None:
-        return
-    original_import = builtins.__import__
-    active = [True]
+        return None
+    return _route
 
-    def keras_import(name, globals=None, locals=None, fromlist=(), level=0):  # pylint: disable=redefined-builtin
-        if (level == 0 and active[0] and name.startswith("tensorflow.python")
-                and _is_legacy_import(name, fromlist)
-                and _program_code.is_program_code(globals)):
-            # The table's import hooks (legacy_api.imports) name the modules
-            # whose import warns; warn_legacy attributes it to the import
-            # statement, above this wrapper and any other import wrapper.
-            imported = name if name.startswith(LEGACY_PACKAGE) else LEGACY_PACKAGE
-            for record in hooks.imported_records(imported):
-                warn_legacy(record)
-            if name.startswith(LEGACY_PACKAGE):
-                tf_keras_module(name)  # a module tf_keras lacks fails here, by name
-            if fromlist:
-                if "*" in fromlist and name.startswith(LEGACY_PACKAGE):
-                    return tf_keras_module(name)
-                return _view(name)
-            # `import tensorflow.python.keras.layers [as x]` binds (or walks
-            # from) the top package.
-            original_import("tensorflow", globals, locals, (), 0)
-            return _view("tensorflow")
-        return original_import(name, globals, locals, fromlist, level)
 
-    keras_import.__wrapped__ = original_import
-    builtins.__import__ = keras_import
-
-    def undo():
-        active[0] = False  # another wrapper may sit on top: become transparent
-        if builtins.__import__ is keras_import:
-            builtins.__import__ = original_import
-
-    state.on_undo(undo)
+def _route(next_import, name, globals=None, locals=None, fromlist=(), level=0):  # pylint: disable=redefined-builtin
+    """Serves a program's ``tensorflow.python.keras`` import (the router checked
+    that it is the program's, at level 0); passes any other on."""
+    if not (name.startswith("tensorflow.python") and _is_legacy_import(name, fromlist)):
+        return next_import(name, globals, locals, fromlist, level)
+    # The table's import hooks (legacy_api.imports) name the modules whose
+    # import warns; warn_legacy attributes it to the import statement, above
+    # the router and any other import wrapper.
+    imported = name if name.startswith(LEGACY_PACKAGE) else LEGACY_PACKAGE
+    for record in hooks.imported_records(imported):
+        warn_legacy(record)
+    if name.startswith(LEGACY_PACKAGE):
+        tf_keras_module(name)  # a module tf_keras lacks fails here, by name
+    if fromlist:
+        if "*" in fromlist and name.startswith(LEGACY_PACKAGE):
+            return tf_keras_module(name)
+        return _view(name)
+    # `import tensorflow.python.keras.layers [as x]` binds (or walks from) the
+    # top package.
+    next_import("tensorflow", globals, locals, (), 0)
+    return _view("tensorflow")

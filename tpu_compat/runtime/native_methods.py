@@ -62,7 +62,7 @@ def _clear_error_for_unbatched(native_distribute):
 
 
 def add_removed_methods(state):
-    """Adds the methods through ``state`` (a routing ``_Installed``)."""
+    """Adds the methods through ``state`` (the installation's ``Changes``)."""
     base, v2 = distribute_lib.StrategyBase, distribute_lib.Strategy
     state.add(base, "experimental_run_v2", experimental_run_v2)
     state.add(v2, "reduce", reduce)

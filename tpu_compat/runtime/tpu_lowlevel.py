@@ -717,7 +717,7 @@ def shutdown_system(job=None):
     return resolver_lib.shutdown_system(job=job)
 
 
-# The tf.compat.v1.tpu names install() routes here (tpu_compat.routing).
+# The tf.compat.v1.tpu names install() routes here (tpu_compat.patching.namespaces).
 ROUTED_NAMES = ("CrossShardOptimizer", "batch_parallel", "bfloat16_scope", "core",
                 "cross_replica_sum", "initialize_system", "outside_compilation",
                 "replicate", "rewrite", "shard", "shutdown_system")

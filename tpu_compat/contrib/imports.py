@@ -1,27 +1,32 @@
 """Serving ``tensorflow.contrib`` to the program's own code, and only to it.
 
-Installed by ``tpu_compat.install()`` (undone by ``uninstall()``):
+The ``tensorflow.contrib`` row of the import router
+(:mod:`tpu_compat.patching.import_router`), enabled by ``tpu_compat.install()``
+and undone by ``uninstall()``:
 
 * ``tf.contrib`` on every ``tensorflow.compat.v1`` module object, for
   ``import tensorflow.compat.v1 as tf`` programs and for ``--tf1`` programs
   (whose ``import tensorflow`` is compat.v1). The TF 2 ``tensorflow`` module
   gets no ``contrib``: libraries test ``hasattr(tf, "contrib")`` to tell TF 1
   from TF 2.
-* an ``__import__`` wrapper for ``import tensorflow.contrib[.x]`` and
-  ``from tensorflow.contrib[.x] import y`` written in the program's code
-  (not in TensorFlow or other installed libraries, which keep getting
+* the route for ``import tensorflow.contrib[.x]`` and ``from
+  tensorflow.contrib[.x] import y`` written in the program's code (not in
+  TensorFlow or other installed libraries, which keep getting
   ``ModuleNotFoundError`` as under plain TF 2). Nothing is put in
   ``sys.modules``.
 """
 
-import builtins
 import sys
 import threading
 import types
 
 from tpu_compat import contrib as contrib_lib
 
-__all__ = ["install_contrib"]
+__all__ = ["import_route"]
+
+# This module's frames sit inside the program's imports: the runner leaves
+# them out of the program's traceback (tpu_compat._callsite).
+__tpu_compat_plumbing__ = True
 
 _PREFIX = "tensorflow.contrib"
 
@@ -47,7 +52,7 @@ def _resolve(name, fromlist):
     """The module ``from tensorflow.contrib[.x] import ...`` needs."""
     parts = name.split(".")[2:]  # after tensorflow.contrib
     if len(parts) > 1:
-        raise ImportError(contrib_lib._not_provided(  # pylint: disable=protected-access
+        raise ImportError(contrib_lib.not_provided_message(
             "tf.contrib." + ".".join(parts)), name=name)
     try:
         module = (contrib_lib.submodule(parts[0]) if parts
@@ -60,13 +65,11 @@ def _resolve(name, fromlist):
     return module
 
 
-def install_contrib(state, is_program_code):
-    """Adds ``tf.contrib`` and the import hook; ``state`` records how to undo it.
+def import_route(changes):
+    """Adds ``tf.contrib`` to compat.v1 (through ``changes``); returns the route.
 
-    Args:
-      state: the routing's ``_Installed`` (``add`` / ``on_undo``).
-      is_program_code: ``globals -> bool``, whether an import statement is in
-        the program's code rather than in an installed library.
+    The route serves the program's import statements (the router checked that
+    they are the program's, at level 0) and passes any other on.
     """
     contrib = contrib_lib.contrib_module()
     lock = threading.Lock()
@@ -79,32 +82,22 @@ def install_contrib(state, is_program_code):
                 if (module is not None and module_name.startswith("tensorflow")
                         and module_name.endswith("compat.v1")
                         and getattr(module, "contrib", None) is not contrib):
-                    state.add(module, "contrib", contrib)
+                    changes.add(module, "contrib", contrib)
 
     add_to_compat_v1_modules()
 
-    original_import = builtins.__import__
-
-    def contrib_import(name, globals=None, locals=None, fromlist=(), level=0):  # pylint: disable=redefined-builtin
-        if level == 0 and (name == _PREFIX or name.startswith(_PREFIX + ".")) \
-                and is_program_code(globals):
+    def route(next_import, name, globals=None, locals=None, fromlist=(), level=0):  # pylint: disable=redefined-builtin
+        if name == _PREFIX or name.startswith(_PREFIX + "."):
             module = _resolve(name, fromlist)
             if fromlist:
                 return module
-            return _TopLevelWithContrib(original_import("tensorflow", globals, locals, (), 0))
-        if (level == 0 and name == "tensorflow" and fromlist and "contrib" in fromlist
-                and is_program_code(globals)):
-            top = original_import(name, globals, locals, fromlist, level)
+            return _TopLevelWithContrib(next_import("tensorflow", globals, locals, (), 0))
+        if name == "tensorflow" and fromlist and "contrib" in fromlist:
+            top = next_import(name, globals, locals, fromlist, level)
             return top if hasattr(top, "contrib") else _TopLevelWithContrib(top)
-        module = original_import(name, globals, locals, fromlist, level)
-        if level == 0 and name.startswith("tensorflow.compat.v1") and is_program_code(globals):
+        module = next_import(name, globals, locals, fromlist, level)
+        if name.startswith("tensorflow.compat.v1") and not changes.closed:
             add_to_compat_v1_modules()
         return module
 
-    builtins.__import__ = contrib_import
-
-    def restore():
-        if builtins.__import__ is contrib_import:
-            builtins.__import__ = original_import
-
-    state.on_undo(restore)
+    return route

@@ -1,0 +1,243 @@
+"""The one import router: what the program's imports get, and packages patched on load.
+
+Two tables, one owner, one undo:
+
+* :data:`REDIRECTS`: import statements written in the program's code
+  (:func:`tpu_compat._callsite.is_program_code`) that get something else than
+  ``python`` would give them. TensorFlow, tf_keras and every other installed
+  library keep getting what they always get, and nothing is put in
+  ``sys.modules``. Each row's route is ``route(next_import, name, globals,
+  locals, fromlist, level)``: it serves the import or passes it on to
+  ``next_import``; rows nest in table order, the first outermost, under ONE
+  ``builtins.__import__`` wrapper.
+* on-load patches (:meth:`ImportRouter.patch_on_load`): a package not imported
+  yet when ``install()`` ran (tf_keras, Keras 3) is patched when anyone first
+  imports it, by ONE ``sys.meta_path`` finder.
+
+Both are installed by ``install()`` and undone by ``uninstall()`` through the
+installation's :class:`~tpu_compat.patching.changes.Changes`. Undoing puts
+``builtins.__import__`` back when the router's wrapper is still on top, and
+otherwise (a foreign wrapper was installed on top of it and still calls it)
+makes the wrapper pass every import through untouched; the next install()
+takes such a wrapper out again when it is back on top. The finder is removed
+from ``sys.meta_path`` wherever it is, and answers nothing once undone, for a
+foreign finder that kept a reference to it.
+"""
+
+import builtins
+import dataclasses
+import functools
+import importlib
+import importlib.abc
+import sys
+from typing import Optional
+
+from tpu_compat import _callsite
+
+__all__ = ["REDIRECTS", "ImportRouter", "Redirect", "tf1_import_route"]
+
+# This module's frames sit inside every import of the program: the runner
+# leaves them out of the program's traceback (tpu_compat._callsite).
+__tpu_compat_plumbing__ = True
+
+# Every redirect below is about a name under this prefix: other imports skip
+# the routes (and the program-code check) altogether.
+_ROUTED_PREFIX = "tensorflow"
+
+
+@dataclasses.dataclass(frozen=True)
+class Redirect:
+    """One row: what the program imports, what it gets, and who serves it."""
+
+    imports: str  # the import statements concerned
+    serves: str  # what they get
+    route: str  # "module:factory"; factory(changes) -> route, or None (unavailable)
+    option: Optional[str] = None  # install()'s keyword that enables it; None: always
+    why_here: str = ""  # why the row sits where it does in the nesting
+
+
+REDIRECTS = (
+    Redirect(
+        imports="import tensorflow (tpu-compat run --tf1)",
+        serves="tensorflow.compat.v1, with TF 1.x behaviour",
+        route="tpu_compat.patching.import_router:tf1_import_route",
+        option="tf1_imports",
+        why_here="outermost: `import tensorflow` is compat.v1 whatever the rows below "
+                 "made of it (as the runner's own wrapper, installed last, did)"),
+    Redirect(
+        imports="tensorflow.python.keras[.X] (TF 1.15-2.5 programs)",
+        serves="tf_keras.src[.X] views (runtime/keras_imports.py)",
+        route="tpu_compat.runtime.keras_imports:import_route",
+        why_here="above tensorflow.contrib, as installed before: the rows concern "
+                 "different names, so only the nesting of their frames depends on it"),
+    Redirect(
+        imports="tensorflow.contrib[.X], from tensorflow import contrib (TF 1.12-1.14)",
+        serves="tpu_compat.contrib (contrib/imports.py)",
+        route="tpu_compat.contrib.imports:import_route",
+        why_here="innermost: it calls `import tensorflow` itself and must get "
+                 "TensorFlow's own module"),
+)
+
+
+def _load(target):
+    module_name, attribute = target.split(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+def tf1_import_route(changes):
+    """``--tf1``: the program's ``import tensorflow`` is ``tf.compat.v1``.
+
+    TF 1.x behaviour (``disable_v2_behavior``) goes with it and is not undone
+    by ``uninstall()``: like the emulated TPU's device layout, TensorFlow sets
+    it once per process, before the program builds anything.
+    """
+    del changes
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    tf.compat.v1.disable_v2_behavior()
+    compat_v1 = tf.compat.v1
+
+    def route(next_import, name, globals=None, locals=None, fromlist=(), level=0):  # pylint: disable=redefined-builtin
+        module = next_import(name, globals, locals, fromlist, level)
+        return compat_v1 if name == "tensorflow" else module
+
+    return route
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    """Runs a package's own loader, then patches the freshly imported package."""
+
+    def __init__(self, loader, patch):
+        self._loader = loader
+        self._patch = patch
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        self._patch(module)
+
+    def __getattr__(self, name):  # get_source, is_package, resource readers...
+        return getattr(self._loader, name)
+
+
+class _OnLoadFinder(importlib.abc.MetaPathFinder):
+    """The router's finder: hands a package to be patched on load the
+    :class:`_PatchingLoader` of the finder that really finds it."""
+
+    def __init__(self, router):
+        self._router = router
+
+    def find_spec(self, fullname, path=None, target=None):
+        patch = self._router.on_load_patch(fullname)
+        if patch is None:
+            return None
+        for finder in sys.meta_path:
+            find_spec = getattr(finder, "find_spec", None)
+            if finder is self or find_spec is None:
+                continue
+            spec = find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _PatchingLoader(spec.loader, patch)
+                return spec
+        return None
+
+
+def _take_out_passive_routers():
+    """Takes passive routers (undone under a foreign wrapper that is gone since)
+    off the top of ``builtins.__import__``."""
+    while True:
+        current = builtins.__import__
+        router = getattr(current, "__tpu_compat_router__", None)
+        if router is None or router.active:
+            return
+        builtins.__import__ = current.__wrapped__
+
+
+class ImportRouter:
+    """The import router of one installation (see the module docstring)."""
+
+    def __init__(self, changes, lock):
+        self._changes = changes
+        self._lock = lock  # the install lock: an on-load patch never races uninstall()
+        self._routes = []  # (row, route), in REDIRECTS order
+        self._chain = None  # the routes composed over the original __import__
+        self._original_import = None
+        self._on_load = {}  # package -> patch(module)
+        self._finder = None
+        self.active = True
+        # Recorded first, so undone last: passive for good once uninstall() is done.
+        changes.on_undo(self._deactivate)
+
+    # -- redirects -------------------------------------------------------------
+
+    def enabled(self, option=None):
+        """The rows of :data:`REDIRECTS` that ``option`` (None: the default rows) enables."""
+        return [row for row in REDIRECTS if row.option == option]
+
+    def redirect(self, row):
+        """Enables ``row`` (once); wraps ``builtins.__import__`` on first use."""
+        if any(enabled is row for enabled, _ in self._routes):
+            return
+        route = _load(row.route)(self._changes)
+        if route is None:
+            return  # e.g. tf_keras not installed: nothing to serve
+        if self._original_import is None:
+            self._wrap_import()
+        self._routes.append((row, route))
+        self._routes.sort(key=lambda entry: REDIRECTS.index(entry[0]))
+        chain = self._original_import
+        for _, each in reversed(self._routes):
+            chain = functools.partial(each, chain)
+        self._chain = chain
+
+    def _wrap_import(self):
+        _take_out_passive_routers()
+        original = self._original_import = builtins.__import__
+        router = self
+
+        def route_import(name, globals=None, locals=None, fromlist=(), level=0):  # pylint: disable=redefined-builtin
+            chain = router._chain  # pylint: disable=protected-access
+            if (chain is None or level != 0 or not name.startswith(_ROUTED_PREFIX)
+                    or not _callsite.is_program_code(globals)):
+                return original(name, globals, locals, fromlist, level)
+            return chain(name, globals, locals, fromlist, level)
+
+        route_import.__wrapped__ = original
+        route_import.__tpu_compat_router__ = self
+        builtins.__import__ = route_import
+
+        def undo():
+            self._chain = None  # passive from now on, wherever it sits
+            if builtins.__import__ is route_import:
+                builtins.__import__ = original
+
+        self._changes.on_undo(undo)
+
+    # -- on-load patches -----------------------------------------------------------
+
+    def patch_on_load(self, package, patch):
+        """Runs ``patch(module)`` when ``package`` is first imported, while installed."""
+        self._on_load[package] = patch
+        if self._finder is None:
+            finder = self._finder = _OnLoadFinder(self)
+            sys.meta_path.insert(0, finder)
+            self._changes.on_undo(
+                lambda: sys.meta_path.remove(finder) if finder in sys.meta_path else None)
+
+    def on_load_patch(self, package):
+        """The patch to apply when ``package`` loads now, or None."""
+        if not self.active or package not in self._on_load:
+            return None
+
+        def apply(module):
+            with self._lock:
+                patch = self._on_load.pop(package, None) if self.active else None
+                if patch is not None:
+                    patch(module)
+        return apply
+
+    def _deactivate(self):
+        self.active = False
+        self._chain = None

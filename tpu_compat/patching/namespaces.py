@@ -1,0 +1,99 @@
+"""TensorFlow's API modules -> the adapters: the routes by identity, and tf.estimator.
+
+TensorFlow 2.21 exposes each public name in several distinct module objects:
+``tf.distribute.experimental``, ``tf.compat.v1.distribute.experimental`` and
+``tf.compat.v2.distribute.experimental`` are three modules, so patching
+``tf.*`` alone misses a TF 2.1 script that does ``import tensorflow.compat.v2
+as tf``. :func:`route_namespaces` therefore walks every TensorFlow API module
+and replaces each attribute that *is* one of the native objects of
+:func:`routes` (identity, not name).
+"""
+
+import sys
+
+__all__ = ["api_modules", "route_estimator", "route_namespaces", "routes"]
+
+
+def api_modules():
+    """Every TensorFlow public-API module object currently imported, once each."""
+    seen = {}
+    for name, module in list(sys.modules.items()):
+        if module is None:
+            continue
+        if name == "tensorflow" or name.startswith(("tensorflow._api.",
+                                                    "tensorflow.compat")):
+            seen.setdefault(id(module), (name, module))
+    return list(seen.values())
+
+
+def routes():
+    """``(native object, replacement for tf.*, replacement for compat.v2)``.
+
+    First match wins: a native object is listed once.
+    """
+    # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
+    from tensorflow.python.distribute import tpu_strategy
+    from tensorflow.python.distribute.cluster_resolver.tpu import (
+        tpu_cluster_resolver)
+
+    from tpu_compat.runtime import devices, resolver, router, strategy_v1, strategy_v2
+    from tpu_compat.runtime import tpu_lowlevel
+    v1_tpu = tf.compat.v1.tpu
+    # tf.compat.v1.tpu's names, initialize_system and shutdown_system among them.
+    low_level = [(getattr(v1_tpu, name), getattr(tpu_lowlevel, name), None)
+                 for name in tpu_lowlevel.ROUTED_NAMES]
+    return low_level + [
+        (tpu_strategy.TPUStrategyV1, strategy_v1.CompatTPUStrategyV1, None),
+        (tpu_strategy.TPUStrategy, router.TPUStrategy,
+         strategy_v2.CompatExperimentalTPUStrategy),
+        (tpu_strategy.TPUStrategyV2, strategy_v2.CompatTPUStrategy, None),
+        (tpu_cluster_resolver.TPUClusterResolver, resolver.TPUClusterResolver, None),
+        (tf.tpu.experimental.initialize_tpu_system, resolver.initialize_tpu_system, None),
+        (tf.tpu.experimental.shutdown_tpu_system, resolver.shutdown_tpu_system, None),
+        (tf.config.experimental_connect_to_cluster, resolver.connect_to_cluster, None),
+    ] + [(native, replacement, None) for native, replacement in devices.api_routes()]
+
+
+def route_namespaces(changes):
+    """Replaces, in every API module, each native object :func:`routes` lists."""
+    table = routes()
+    for module_name, module in api_modules():
+        in_compat_v2 = ".compat.v2" in module_name
+        for attribute, value in list(vars(module).items()):
+            for native, replacement, compat_v2_replacement in table:
+                if value is native:
+                    new = (compat_v2_replacement
+                           if in_compat_v2 and compat_v2_replacement else replacement)
+                    changes.replace(module, attribute, new)
+                    break
+    # `from tensorflow.distribute.experimental import TPUStrategy` worked in
+    # TF 2.x; in 2.21 that path is a real package without the name.
+    package = sys.modules.get("tensorflow.distribute.experimental")
+    if package is not None:
+        from tpu_compat.runtime import router  # pylint: disable=import-outside-toplevel
+        changes.add(package, "TPUStrategy", router.TPUStrategy)
+
+
+def route_estimator(changes):
+    """``tf.estimator`` and ``tf.compat.v1.estimator`` (with ``.tpu``): TF 2.16 removed them.
+
+    Added to every API root module (``tf``, ``tf.compat.v1``, ``tf.compat.v2``
+    and their aliases, so ``--tf1``'s ``import tensorflow`` sees it too), and
+    registered in ``sys.modules`` so that ``from tensorflow.compat.v1.estimator
+    import tpu`` imports.
+    """
+    from tpu_compat import estimator  # pylint: disable=import-outside-toplevel
+    for module_name, module in api_modules():
+        if module_name == "tensorflow" or module_name.endswith((".compat.v1", ".compat.v2")):
+            changes.add(module, "estimator", estimator)
+    aliases = {f"tensorflow{root}.estimator{sub}": target
+               for root in ("", ".compat.v1", ".compat.v2")
+               for sub, target in (("", estimator), (".tpu", estimator.tpu),
+                                   (".export", estimator.export))}
+    for name, module in aliases.items():
+        previous = sys.modules.get(name)
+        sys.modules[name] = module
+        changes.on_undo(lambda name=name, previous=previous: (
+            sys.modules.__setitem__(name, previous) if previous is not None
+            else sys.modules.pop(name, None)))

@@ -1,0 +1,250 @@
+"""The registry of patches: what install() changes, in a declared order, and why that order.
+
+:data:`PATCHES` lists every change ``install()`` makes, one row each, in the
+order it makes them. A row that must come after another names it in
+``after``, with the reason; :func:`check_order` (run when this module loads,
+and by the tests) refuses a table whose order breaks one. ``install()`` walks
+the rows; each change is recorded in the installation's
+:class:`~tpu_compat.patching.changes.Changes`, and ``uninstall()`` undoes
+them last first (the one undo rule).
+
+A row applies once per installation, when the ``install()`` call enables it
+(``option``: a keyword of :func:`install`), except the warning policy, which
+every call applies on top of the previous one (``each_call``).
+"""
+
+import contextlib
+import dataclasses
+import threading
+from typing import Callable, Mapping, Optional
+
+from tpu_compat import deprecation, settings
+from tpu_compat.patching.changes import Changes
+from tpu_compat.patching.import_router import ImportRouter
+
+__all__ = ["PATCHES", "InstallHandle", "Patch", "check_order", "install",
+           "is_installed", "uninstall"]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Installation:
+    """What a row's ``apply`` gets: the record, the import router, the call's arguments."""
+
+    changes: Changes
+    router: ImportRouter
+    policy: Optional[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class Patch:
+    """One row of the registry."""
+
+    name: str
+    apply: Callable[[_Installation], None]
+    changes: str  # what it changes, for the next engineer
+    after: Mapping[str, str] = dataclasses.field(default_factory=dict)  # row -> why
+    option: Optional[str] = None  # the install() keyword that enables it; None: always
+    each_call: bool = False  # applied by every install() call, stacking
+
+
+# -- the rows' actions (each imports what it needs: this module stays light) -------
+
+def _warning_policy(installation):
+    installation.changes.on_undo(deprecation.apply_policy(installation.policy))
+
+
+def _autograph_rule(installation):
+    from tpu_compat.runtime import autograph_rules  # pylint: disable=import-outside-toplevel
+    remove_rule = autograph_rules.exclude()
+    if remove_rule is not None:
+        installation.changes.on_undo(remove_rule)
+
+
+def _api_routes(installation):
+    from tpu_compat.patching import namespaces  # pylint: disable=import-outside-toplevel
+    namespaces.route_namespaces(installation.changes)
+
+
+def _removed_methods(installation):
+    from tpu_compat.runtime import native_methods  # pylint: disable=import-outside-toplevel
+    native_methods.add_removed_methods(installation.changes)
+
+
+def _strategy_devices(installation):
+    from tpu_compat.runtime import devices  # pylint: disable=import-outside-toplevel
+    devices.route_strategy_devices(installation.changes)
+
+
+def _tensorflow_hooks(installation):
+    from tpu_compat.runtime import hooks  # pylint: disable=import-outside-toplevel
+    hooks.instrument_library(installation.changes, "tensorflow")
+
+
+def _keras(installation):
+    from tpu_compat.runtime import keras  # pylint: disable=import-outside-toplevel
+    keras.route_keras(installation.changes, installation.router)
+
+
+def _import_redirects(installation):
+    for row in installation.router.enabled():
+        installation.router.redirect(row)
+
+
+def _estimator(installation):
+    from tpu_compat.patching import namespaces  # pylint: disable=import-outside-toplevel
+    namespaces.route_estimator(installation.changes)
+
+
+def _tf1(installation):
+    for row in installation.router.enabled("tf1_imports"):
+        installation.router.redirect(row)
+
+
+PATCHES = (
+    Patch("warning policy", _warning_policy,
+          "warnings.filters for TPUCompatDeprecationWarning (deprecation.apply_policy)",
+          each_call=True),
+    Patch("autograph rule", _autograph_rule,
+          "autograph's CONVERSION_RULES: do not convert tpu_compat (runtime/autograph_rules)"),
+    Patch("API routes", _api_routes,
+          "every TensorFlow API module: TPUStrategy*, TPUClusterResolver, the TPU "
+          "system calls, tf.compat.v1.tpu, device names -> adapters (namespaces.routes)"),
+    Patch("removed methods", _removed_methods,
+          "TensorFlow's own strategies get the methods TF 2.4 removed "
+          "(runtime/native_methods)"),
+    Patch("strategy devices", _strategy_devices,
+          "Mirrored/OneDevice strategies' device arguments resolved on the emulated TPU "
+          "(runtime/devices)"),
+    Patch("tensorflow hooks", _tensorflow_hooks,
+          "the table's hooks on TensorFlow's own classes (runtime/hooks, legacy_api)",
+          after={"strategy devices": "the hooks wrap the routed __init__ and so see "
+                                     "the user's call, not tpu_compat's"}),
+    Patch("keras", _keras,
+          "tf_keras and Keras 3 under the adapters, now or when first imported "
+          "(runtime/keras: compile, fit loops, metric variables, era names, their hooks)"),
+    Patch("import redirects", _import_redirects,
+          "the program's tensorflow.python.keras and tensorflow.contrib imports, and "
+          "tf.contrib on compat.v1 (import_router.REDIRECTS)"),
+    Patch("estimator", _estimator,
+          "tf.estimator / tf.compat.v1.estimator(.tpu) on the API roots and in "
+          "sys.modules (namespaces.route_estimator)"),
+    Patch("tf1", _tf1,
+          "--tf1: TF 1.x behaviour, and the program's `import tensorflow` is "
+          "tf.compat.v1 (import_router.tf1_import_route)",
+          after={"estimator": "every other row is made as a plain install() makes "
+                              "it, with TF 2 behaviour on: the runner did this last",
+                 "import redirects": "its redirect nests outside theirs "
+                                     "(import_router.REDIRECTS)"},
+          option="tf1_imports"),
+)
+
+
+def check_order(patches=PATCHES):
+    """Raises ValueError naming the row and the reason when the declared order is broken."""
+    seen = set()
+    for row in patches:
+        for earlier, why in row.after.items():
+            if earlier not in {r.name for r in patches}:
+                raise ValueError(f"patch {row.name!r} must come after {earlier!r}, "
+                                 f"which is not a row of the registry")
+            if earlier not in seen:
+                raise ValueError(f"patch {row.name!r} must come after {earlier!r}: {why}")
+        seen.add(row.name)
+
+
+check_order()
+
+
+# -- install() / uninstall() ---------------------------------------------------------
+
+_lock = threading.RLock()
+_installed = None  # (Changes, ImportRouter, names of the rows applied) while installed
+
+
+class InstallHandle(contextlib.AbstractContextManager):
+    """Returned by :func:`install`; ``with install(): ...`` uninstalls on exit."""
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def uninstall(self):
+        uninstall()
+
+    def __exit__(self, *exc_info):
+        uninstall()
+        return False
+
+
+def install(backend=None, num_replicas=None, warnings=None, *, tf1_imports=False):
+    """Routes TensorFlow's TPU names to tpu_compat; idempotent and thread-safe.
+
+    Decides the backend (configuring the emulated TPU's logical devices, so
+    call it before TensorFlow runs any op), then walks :data:`PATCHES`. Every
+    change is recorded, so :func:`uninstall` restores exactly what was there.
+    See :func:`tpu_compat.install`.
+
+    Args:
+      backend: ``auto``/``tpu``/``gpu``/``cpu``; default ``TPU_COMPAT_BACKEND``.
+      num_replicas: emulated cores; default ``TPU_COMPAT_NUM_REPLICAS`` or 8.
+      warnings: ``once``/``always``/``error``/``ignore``; default
+        ``TPU_COMPAT_WARNINGS``.
+      tf1_imports: ``tpu-compat run --tf1``: TF 1.x behaviour, and the
+        program's ``import tensorflow`` is ``tf.compat.v1``.
+
+    Returns:
+      An :class:`InstallHandle`, usable as a context manager.
+    """
+    global _installed
+    from tpu_compat.runtime import backend as backend_lib  # pylint: disable=import-outside-toplevel
+    options = {"tf1_imports": bool(tf1_imports)}
+    with _lock:
+        # Validated (naming the argument or the variable) before anything changes.
+        policy = warnings if warnings is not None else settings.read("warnings")
+        chosen = backend_lib.get_backend(backend=backend, num_replicas=num_replicas)
+        first = _installed is None
+        if first:
+            changes = Changes()
+            _installed = (changes, ImportRouter(changes, _lock), set())
+            _warn_if_tensorflow_unproven()
+        changes, router, applied = _installed
+        installation = _Installation(changes, router, policy)
+        try:
+            for row in PATCHES:
+                if row.each_call or (row.name not in applied
+                                     and (row.option is None or options[row.option])):
+                    row.apply(installation)
+                    applied.add(row.name)
+        except BaseException:
+            if first:
+                _installed = None
+                changes.undo()
+            raise
+        return InstallHandle(chosen)
+
+
+def _warn_if_tensorflow_unproven():
+    """One warning per process on a TensorFlow outside the proven range."""
+    from tensorflow.python.framework import versions  # pylint: disable=import-outside-toplevel
+    from tpu_compat import tf_support  # pylint: disable=import-outside-toplevel
+    tf_support.warn_if_unproven(versions.__version__)
+
+
+def uninstall():
+    """Restores everything :func:`install` changed; idempotent and thread-safe.
+
+    TensorFlow's modules and classes, Keras, autograph's conversion rules,
+    ``warnings.filters``, ``builtins.__import__`` and ``sys.meta_path`` are
+    left as they were before the first ``install()``. The backend's device
+    layout and ``--tf1``'s TF 1.x behaviour are not undone: TensorFlow fixes
+    them once per process.
+    """
+    global _installed
+    with _lock:
+        if _installed is not None:
+            changes = _installed[0]
+            _installed = None
+            changes.undo()
+
+
+def is_installed():
+    return _installed is not None
