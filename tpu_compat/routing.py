@@ -212,6 +212,8 @@ def install(backend=None, num_replicas=None, warnings=None):
     with _lock:
         # Validated (naming the argument or the variable) before anything changes.
         policy = warnings if warnings is not None else _config.warning_policy()
+        # Starting an emulated pod is this explicit step, not the backend getter's.
+        backend_lib.start_pod(backend=backend, num_replicas=num_replicas)
         chosen = backend_lib.get_backend(backend=backend, num_replicas=num_replicas)
         state = _state if _state is not None else _Installed()
         policy_change = deprecation.apply_policy(policy)
