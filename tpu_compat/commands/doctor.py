@@ -135,7 +135,8 @@ def pod_settings(environ):
     """Facts about the emulated pod settings (docs/pods.md); validates them.
 
     Raises ``ConfigError`` naming the variable that is wrong. Starting the
-    pod (the backend decision) is what checks that its workers come up.
+    pod (``backend.start_pod``, before the backend line) is what checks that
+    its workers come up.
     """
     request = runner.check_pod_settings(environ)
     if request is not None and request[1] is not None:
