@@ -7,7 +7,7 @@ loop once; each host call runs it on device). Each configuration is a process
 of its own (logical devices are fixed per process):
 
   1x8  one process, 8 emulated cores (logical CPU devices)
-  2x4  TPU_COMPAT_NUM_HOSTS=2: this process is the chief and 2 pod_worker
+  2x4  TPU_COMPAT_NUM_HOSTS=2: this process is the chief and 2 pod worker
        processes on loopback serve 4 cores each (docs/pods.md)
 
 Each measures, interleaved, 100-step host calls of

@@ -16,7 +16,11 @@ import pytest
 from conftest import assert_one_error_line, run_cli
 from tpu_compat import _config, _pytest_child, pytest_plugin, runner, settings
 from tpu_compat.commands import doctor
-from tpu_compat.runtime import pod, pod_worker
+from tpu_compat.pod import config as pod_config
+from tpu_compat.pod import errors as pod_errors
+from tpu_compat.pod import faults as pod_faults
+from tpu_compat.pod import session as pod_session
+from tpu_compat.pod import worker as pod_worker
 
 
 def _prepare(environ=None, **flags):
@@ -77,11 +81,11 @@ def test_tf_config_chief_brings_its_own_workers():
     environ = {"TF_CONFIG": json.dumps({"cluster": {"worker": ["m1:2222", "m2:2222", "m3:2222"]},
                                         "task": {"type": "chief", "index": 0}})}
     _prepare(environ)
-    assert pod.requested_pod(environ) == (3, ("m1:2222", "m2:2222", "m3:2222"))
+    assert pod_config.requested_pod(environ) == (3, ("m1:2222", "m2:2222", "m3:2222"))
     # A worker's TF_CONFIG, or none: no pod for this process.
-    assert pod.requested_pod({"TF_CONFIG": json.dumps(
+    assert pod_config.requested_pod({"TF_CONFIG": json.dumps(
         {"cluster": {"worker": ["m1:2222"]}, "task": {"type": "worker", "index": 0}})}) is None
-    assert pod.requested_pod({"TPU_COMPAT_NUM_HOSTS": "1"}) is None
+    assert pod_config.requested_pod({"TPU_COMPAT_NUM_HOSTS": "1"}) is None
 
 
 def test_run_reports_a_bad_split_in_one_line_before_importing_tensorflow(tmp_path):
@@ -202,18 +206,18 @@ def test_doctor_facts_describe_the_pod_settings():
 
 
 def test_pod_errors_are_tpu_compats_own_and_printed_once(monkeypatch):
-    assert pod.PodError in runner.own_errors()
-    assert issubclass(pod.WorkerLostError, pod.PodError)
-    monkeypatch.setattr(pod, "_reported", [])
+    assert pod_errors.PodError in runner.own_errors()
+    assert issubclass(pod_errors.WorkerLostError, pod_errors.PodError)
+    monkeypatch.setattr(pod_errors, "_reported", [])
     stderr = io.StringIO()
     monkeypatch.setattr(sys, "stderr", stderr)
     message = "emulated pod: worker 1 (localhost:9, pid 7) was killed by signal 9"
-    pod.report(message)  # the monitor thread was first
-    runner.print_own_error(pod.WorkerLostError())  # the main thread's async exception
+    pod_errors.report(message)  # the monitor thread was first
+    runner.print_own_error(pod_errors.WorkerLostError())  # the main thread's async exception
     assert stderr.getvalue() == f"tpu-compat: error: {message}\n"
-    assert str(pod.WorkerLostError()) == message
+    assert str(pod_errors.WorkerLostError()) == message
 
 
 def test_without_a_pod_errors_are_the_programs_own():
-    assert pod.current_pod() is None
-    assert pod.failure_behind(RuntimeError("the program's own")) is None
+    assert pod_session.current_pod() is None
+    assert pod_faults.failure_behind(RuntimeError("the program's own")) is None

@@ -1,7 +1,7 @@
 """docs/pods.md, claim by claim, on one emulated pod run.
 
 The pod is built exactly as the two-machine recipe of docs/pods.md says, on
-loopback: two workers started by hand (`python -m tpu_compat.runtime.pod_worker`,
+loopback: two workers started by hand (`python -m tpu_compat.pod.worker`,
 what `tpu-compat worker` runs) with TF_CONFIG task type `worker`, and the
 program under `tpu-compat run` with TF_CONFIG task type `chief`. The workers
 run in another directory than the chief, as on another machine, which shows
@@ -42,7 +42,7 @@ def _tf_config(addresses, task_type, index):
 
 def _start_worker(addresses, index, cwd):
     worker = subprocess.Popen(
-        [sys.executable, "-m", "tpu_compat.runtime.pod_worker", "--cores", "4"],
+        [sys.executable, "-m", "tpu_compat.pod.worker", "--cores", "4"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
         env=subprocess_env(TF_CONFIG=_tf_config(addresses, "worker", index)))
     ready = []

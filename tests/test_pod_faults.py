@@ -28,7 +28,7 @@ START_TIMEOUT = 240
 
 
 def _worker_pids(chief_pid):
-    """The pod worker processes the chief started (its children running pod_worker)."""
+    """The pod worker processes the chief started (its children running tpu_compat.pod.worker)."""
     pids = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -40,7 +40,7 @@ def _worker_pids(chief_pid):
                 command = handle.read()
         except (OSError, ValueError, IndexError):
             continue
-        if parent == chief_pid and b"tpu_compat.runtime.pod_worker" in command:
+        if parent == chief_pid and b"tpu_compat.pod.worker" in command:
             pids.append(int(name))
     return sorted(pids)
 
@@ -145,24 +145,24 @@ def test_taken_port_is_named_with_its_variable(tmp_path):
 
 def test_picked_port_taken_meanwhile_is_picked_again(monkeypatch):
     """When tpu_compat picked the port itself and lost it, it picks another."""
-    from tpu_compat.runtime import pod
+    from tpu_compat.pod import launch
     holder = _held_port()
     picks = []
-    real_free_ports = pod._free_ports
+    real_free_ports = launch._free_ports
 
     def free_ports(count):
         # First pick: a port someone else took after it was found free.
         picks.append(holder.getsockname()[1] if not picks else real_free_ports(count)[0])
         return [picks[-1]]
 
-    monkeypatch.setattr(pod, "_free_ports", free_ports)
+    monkeypatch.setattr(launch, "_free_ports", free_ports)
     try:
         with holder:
-            addresses = pod._start_workers(1, 1, timeout=START_TIMEOUT, base_port=None)
+            addresses = launch.start_workers(1, 1, timeout=START_TIMEOUT, base_port=None)
         assert len(picks) == 2 and addresses == (f"localhost:{picks[1]}",)
-        pids = [process.pid for _, _, process, _ in pod._workers]
+        pids = launch.worker_pids()
     finally:
-        pod._stop_workers()
+        launch.stop_workers()
     assert len(pids) == 1 and process_gone(pids[0])
 
 

@@ -24,7 +24,8 @@ import subprocess
 import threading
 from typing import Optional
 
-__all__ = ["Finished", "kill_group", "run_in_own_group", "terminate_as_exit"]
+__all__ = ["Finished", "kill_group", "run_in_own_group", "start_in_own_group",
+           "terminate_as_exit"]
 
 # After SIGKILL the pipes close at once; a bounded wait covers a process
 # that escaped the group (setsid) and still holds them.
@@ -53,6 +54,15 @@ def kill_group(process):
             process.kill()
 
 
+def start_in_own_group(command, **popen_kwargs):
+    """Starts ``command`` in a new session; returns its :class:`subprocess.Popen`.
+
+    For children that outlive one call (the emulated pod's workers): the
+    caller ends the child and everything it started with :func:`kill_group`.
+    """
+    return subprocess.Popen(command, start_new_session=True, **popen_kwargs)
+
+
 def _drain(process):
     try:
         return process.communicate(timeout=_DRAIN_SECONDS)
@@ -67,9 +77,9 @@ def run_in_own_group(command, timeout, **popen_kwargs):
     ``stdin``); output is captured as text. ``OSError`` from starting the
     command propagates.
     """
-    process = subprocess.Popen(
+    process = start_in_own_group(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        errors="replace", start_new_session=True, **popen_kwargs)
+        errors="replace", **popen_kwargs)
     try:
         try:
             stdout, stderr = process.communicate(timeout=timeout)

@@ -164,7 +164,8 @@ class _Layout:
         chosen = backend_lib.current_backend() if backend_lib else None
         if chosen is not None:
             return chosen.num_hosts
-        return settings.read("num_hosts", entry=settings.PYTEST) or 1
+        from tpu_compat.pod import config as pod_config  # pylint: disable=import-outside-toplevel
+        return pod_config.hosts_setting() or 1
 
     def in_process_replicas(self):
         """The emulated replica count of this process's devices."""
@@ -181,9 +182,10 @@ class _Layout:
         """Decides the backend (configuring the devices); imports TensorFlow."""
         # pylint: disable=import-outside-toplevel
         from tpu_compat.runtime import backend as backend_lib
-        return backend_lib.get_backend(
-            backend=self.backend_kind,
-            num_replicas=None if self.real_tpu else self.replicas)
+        choice = {"backend": self.backend_kind,
+                  "num_replicas": None if self.real_tpu else self.replicas}
+        backend_lib.start_pod(**choice)  # the pod of a `hosts=` child
+        return backend_lib.get_backend(**choice)
 
 
 _LAYOUT_KEY = pytest.StashKey()

@@ -24,10 +24,9 @@ __all__ = ["RunError", "prepare_environment", "run_module", "run_script"]
 
 LEGACY_KERAS_VAR = settings.LEGACY_KERAS_VAR
 # Colab TPU notebooks read this and dial grpc://$COLAB_TPU_ADDR. When
-# emulating, a placeholder keeps `assert 'COLAB_TPU_ADDR' in os.environ` true;
-# the routed resolver never dials it (.invalid never resolves, RFC 2606).
+# emulating, a placeholder keeps `assert 'COLAB_TPU_ADDR' in os.environ` true:
+# the emulated worker's address, which the routed resolver never dials.
 COLAB_TPU_ADDR_VAR = "COLAB_TPU_ADDR"
-EMULATED_COLAB_TPU_ADDR = "emulated-tpu.invalid:8470"
 
 
 class RunError(Exception):
@@ -61,14 +60,15 @@ def check_pod_settings(environ, hosts_flag=False, replicas_flag=False):
     ``TPU_COMPAT_NUM_HOSTS``, ``TPU_COMPAT_POD_TIMEOUT``, ``TPU_COMPAT_POD_PORT``
     and a chief's ``TF_CONFIG``, each error naming its variable; and that the
     replicas split evenly over the hosts, naming both settings (as flags when
-    they came from ``--hosts`` / ``--replicas``).
+    they came from ``--hosts`` / ``--replicas``). Returns the pod requested
+    (``tpu_compat.pod.config.PodRequest``), or None.
     """
-    from tpu_compat.runtime import pod  # pylint: disable=import-outside-toplevel
+    from tpu_compat.pod import config as pod_config  # pylint: disable=import-outside-toplevel
     settings.read("pod_timeout", environ)
     port = settings.read("pod_port", environ)
-    request = pod.requested_pod(environ)
+    request = pod_config.requested_pod(environ)
     if request is None or request[1] is not None:
-        return  # one host, or TF_CONFIG's workers, whose cores are theirs
+        return request  # one host, or TF_CONFIG's workers, whose cores are theirs
     if port is not None and port + request[0] - 1 > 65535:
         raise _config.ConfigError(
             f"{settings.POD_PORT_VAR}={port} is not valid for {request[0]} hosts "
@@ -80,6 +80,7 @@ def check_pod_settings(environ, hosts_flag=False, replicas_flag=False):
         hosts_name="--hosts" if hosts_flag else settings.HOSTS_VAR,
         replicas_name="--replicas" if replicas_flag else settings.REPLICAS_VAR,
         replicas_defaulted=replicas is None)
+    return request
 
 
 def _install(tf1):
@@ -88,7 +89,8 @@ def _install(tf1):
     # program's `import tensorflow` is tf.compat.v1 (patching.import_router).
     handle = patching.install(tf1_imports=tf1)
     if handle.backend.emulated and COLAB_TPU_ADDR_VAR not in os.environ:
-        os.environ[COLAB_TPU_ADDR_VAR] = EMULATED_COLAB_TPU_ADDR
+        from tpu_compat.runtime import resolver  # pylint: disable=import-outside-toplevel
+        os.environ[COLAB_TPU_ADDR_VAR] = resolver.EMULATED_WORKER_ADDRESS
     _seed_random_generators()
     return handle
 
@@ -164,19 +166,19 @@ def own_errors():
     backend = sys.modules.get("tpu_compat.runtime.backend")
     if backend is not None:
         errors += [backend.BackendUnavailableError, backend.EmulationTooLateError]
-    pod = sys.modules.get("tpu_compat.runtime.pod")
-    if pod is not None:
+    pod_errors = sys.modules.get("tpu_compat.pod.errors")
+    if pod_errors is not None:
         # A pod worker that did not start or went away (WorkerLostError).
-        errors.append(pod.PodError)
+        errors.append(pod_errors.PodError)
     return tuple(errors)
 
 
 def print_own_error(error):
     """The one line tpu_compat prints for one of :func:`own_errors`."""
-    pod = sys.modules.get("tpu_compat.runtime.pod")
-    if pod is not None and isinstance(error, pod.PodError):
+    pod_errors = sys.modules.get("tpu_compat.pod.errors")
+    if pod_errors is not None and isinstance(error, pod_errors.PodError):
         # The pod's monitor thread may have printed this line already.
-        pod.report(str(error))
+        pod_errors.report(str(error))
         return
     message = str(error)
     if not message.startswith("tpu-compat"):
@@ -199,10 +201,10 @@ def _pod_failure_behind(error):
     """What really ended the program when it ran on an emulated pod, or None.
 
     A worker that died makes the step in flight fail with TensorFlow's gRPC
-    error; the user is told which worker died instead (runtime/pod.py).
+    error; the user is told which worker died instead (tpu_compat/pod/faults.py).
     """
-    pod = sys.modules.get("tpu_compat.runtime.pod")
-    return pod.failure_behind(error) if pod is not None else None
+    faults = sys.modules.get("tpu_compat.pod.faults")
+    return faults.failure_behind(error) if faults is not None else None
 
 
 def _exit_status(error):

@@ -218,7 +218,7 @@ def report_pod_workers():
                 command = handle.read()
         except OSError:
             continue
-        if b"pod_worker" in command:
+        if b"tpu_compat.pod.worker" in command:
             print("pod_worker_pid_%s: %s" % (pid, pid))
 
 

@@ -15,7 +15,7 @@ import sys
 
 import tensorflow as tf
 
-from tpu_compat.runtime import pod as pod_lib
+from tpu_compat.pod import session as pod_session
 
 MODEL_DIR = sys.argv[1]
 HOSTS, REPLICAS = 2, 8
@@ -35,7 +35,7 @@ tf.tpu.experimental.initialize_tpu_system(resolver)
 strategy = tf.distribute.experimental.TPUStrategy(resolver)
 v1_strategy = tf.compat.v1.distribute.experimental.TPUStrategy(resolver, steps_per_run=10)
 
-pod = pod_lib.current_pod()
+pod = pod_session.current_pod()
 report("POD_SPAWNED", pod.spawned)  # False: the workers came from TF_CONFIG
 report("WORKER_ADDRESSES_FROM_TF_CONFIG",
        list(pod.addresses) == json.loads(os.environ["TF_CONFIG"])["cluster"]["worker"])

@@ -17,8 +17,8 @@ def emit(key, value):
 
 def worker_pids():
     """The pids of the pod's worker processes this chief started (none on one host)."""
-    from tpu_compat.runtime import pod  # pylint: disable=import-outside-toplevel
-    pids = [process.pid for _, _, process, _ in pod._workers]  # pylint: disable=protected-access
+    from tpu_compat.pod import launch  # pylint: disable=import-outside-toplevel
+    pids = launch.worker_pids()
     emit("WORKER_PIDS", pids)
     return pids
 

@@ -113,6 +113,7 @@ def diagnose(environ=None):
         return facts, problems
     try:
         from tpu_compat.runtime import backend as backend_lib  # pylint: disable=import-outside-toplevel
+        backend_lib.start_pod()  # shows that the pod's workers come up
         chosen = backend_lib.get_backend()
         facts.append(("backend", f"{chosen.kind}: {chosen.reason}"))
         facts.append(("replicas", chosen.num_replicas))
@@ -147,11 +148,10 @@ def pod_settings(environ):
     """Facts about the emulated pod settings (docs/pods.md); validates them.
 
     Raises ``ConfigError`` naming the variable that is wrong. Starting the
-    pod (the backend decision) is what checks that its workers come up.
+    pod (``backend.start_pod``, before the backend line) is what checks that
+    its workers come up.
     """
-    from tpu_compat.runtime import pod  # pylint: disable=import-outside-toplevel
-    runner.check_pod_settings(environ)
-    request = pod.requested_pod(environ)
+    request = runner.check_pod_settings(environ)
     if request is not None and request[1] is not None:
         hosts = (f"{request[0]}: TF_CONFIG names this process the chief of the "
                  f"workers {', '.join(request[1])}")

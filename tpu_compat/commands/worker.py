@@ -3,12 +3,12 @@
 For pods across real machines (docs/pods.md): each machine runs a worker
 (``TF_CONFIG`` with task type ``worker``, or ``--cluster``/``--task``), then
 the program runs once, as the chief (``TF_CONFIG`` task type ``chief``, under
-``tpu-compat run``). The worker is :mod:`tpu_compat.runtime.pod_worker`, the
+``tpu-compat run``). The worker is :mod:`tpu_compat.pod.worker`, the
 same one ``tpu-compat run --hosts H`` starts on loopback.
 """
 
 from tpu_compat import tf_support
-from tpu_compat.runtime import pod_worker
+from tpu_compat.pod import worker as pod_worker
 
 
 def register(subparsers):

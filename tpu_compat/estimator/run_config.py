@@ -8,15 +8,16 @@ unless it names this process the chief of an emulated TPU pod.
 """
 
 import copy
-import json
 import os
 
+from tpu_compat import _config, settings
+from tpu_compat.pod import config as pod_config
 from tpu_compat.runtime import hooks as _table_hooks
 
 __all__ = ["RunConfig", "TaskType"]
 
 _USE_DEFAULT = object()
-TF_CONFIG_VAR = "TF_CONFIG"
+TF_CONFIG_VAR = pod_config.TF_CONFIG_VAR
 
 
 class TaskType:
@@ -48,37 +49,34 @@ def _non_negative(name, value, allow_none=True):
 def _describes_emulated_pod(environ):
     """Whether ``TF_CONFIG`` names this process the chief of an emulated pod.
 
-    Then its workers are the pod's hosts (runtime/pod.py), which a
+    Then its workers are the pod's hosts (tpu_compat/pod/), which a
     TPUEstimator drives through the pod's master as tpu_estimator.py drove a
     TPU pod's hosts; it is not a cluster of Estimator tasks.
     """
-    from tpu_compat import _config  # pylint: disable=import-outside-toplevel
-    from tpu_compat.runtime import pod as pod_lib  # pylint: disable=import-outside-toplevel
     try:
-        request = pod_lib.requested_pod(environ)
+        request = pod_config.requested_pod(environ)
     except _config.ConfigError:
         return False  # the backend reports it; here it is a cluster like any other
-    return request is not None and request[1] is not None
+    return request is not None and request.addresses is not None
 
 
 def check_no_cluster(environ=None):
     """Raises if ``TF_CONFIG`` describes a multi-task cluster (out of scope)."""
     environ = os.environ if environ is None else environ
-    raw = environ.get(TF_CONFIG_VAR, "").strip()
-    if not raw:
-        return {}
     try:
-        tf_config = json.loads(raw)
+        tf_config = pod_config.parse_tf_config(environ)
     except ValueError as error:
         raise ValueError(f"{TF_CONFIG_VAR} is not valid JSON: {error}") from None
+    if tf_config is None:
+        return {}
     if _describes_emulated_pod(environ):
         return tf_config
-    cluster = tf_config.get("cluster") or {}
-    tasks = sum(len(v) if isinstance(v, (list, dict)) else 1 for v in cluster.values())
+    jobs = pod_config.cluster_task_count(tf_config)
+    tasks = sum(jobs.values())
     if tasks > 1:
         raise ValueError(
             f"{TF_CONFIG_VAR} describes a cluster of {tasks} tasks "
-            f"({', '.join(sorted(cluster))}); distributed Estimator training "
+            f"({', '.join(sorted(jobs))}); distributed Estimator training "
             f"(tf.estimator.train_and_evaluate across a cluster, parameter servers) "
             f"is not supported by tpu_compat. Unset {TF_CONFIG_VAR} to train in "
             f"this process, or migrate to tf.distribute (see docs/estimator.md).")

@@ -200,6 +200,8 @@ def install(backend=None, num_replicas=None, warnings=None, *, tf1_imports=False
     with _lock:
         # Validated (naming the argument or the variable) before anything changes.
         policy = warnings if warnings is not None else settings.read("warnings")
+        # Starting an emulated pod is this explicit step, not the backend getter's.
+        backend_lib.start_pod(backend=backend, num_replicas=num_replicas)
         chosen = backend_lib.get_backend(backend=backend, num_replicas=num_replicas)
         first = _installed is None
         if first:

@@ -17,6 +17,10 @@ only, so it never blocks on the network:
    slice). That must happen before TensorFlow initializes its devices; when it
    is too late and the layout differs, :class:`EmulationTooLateError` says how
    to fix it.
+4. An emulated pod slice (``TPU_COMPAT_NUM_HOSTS``, a chief's ``TF_CONFIG``)
+   is not started by the decision: :func:`start_pod` is the explicit step
+   (``install()``, ``doctor``, the pytest plugin), and :func:`get_backend`
+   only finds the pod it started (docs/pods.md).
 """
 
 import dataclasses
@@ -25,7 +29,8 @@ import threading
 from typing import Optional, Tuple
 
 from tpu_compat import _config, settings
-from tpu_compat.runtime import pod as pod_lib
+from tpu_compat.pod import config as pod_config
+from tpu_compat.pod import session as pod_session
 
 __all__ = [
     "Backend",
@@ -34,6 +39,7 @@ __all__ = [
     "TPU_ENV_VARS",
     "get_backend",
     "reset_for_tests",
+    "start_pod",
 ]
 
 # Environment variables through which TensorFlow's TPUClusterResolver finds a
@@ -64,7 +70,7 @@ class Backend:
     num_replicas: int
     devices: Tuple[str, ...]
     reason: str
-    # Emulated pod slices (runtime/pod.py): hosts, each a TF worker process.
+    # Emulated pod slices (tpu_compat/pod/): hosts, each a TF worker process.
     num_hosts: int = 1
 
     @property
@@ -104,6 +110,18 @@ def _configure_logical_cpus(count):
                  for i in range(count))
 
 
+def _pod_request(requested, local_tpus, environ):
+    """The pod the settings ask for, or None; refused on a real TPU backend."""
+    request = pod_config.requested_pod(environ)
+    if request is not None and (requested == "tpu" or local_tpus
+                                or _named_tpu_in_environment(environ)):
+        raise BackendUnavailableError(
+            f"{settings.HOSTS_VAR} / TF_CONFIG's worker list describe an emulated "
+            f"TPU pod, but the backend is a real TPU, whose hosts come from its "
+            f"TPUClusterResolver; unset them or use {settings.BACKEND_VAR}=cpu")
+    return request
+
+
 def _decide(requested, replicas, environ):
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     # Physical-device listing does not initialize the logical devices, so the
@@ -111,14 +129,13 @@ def _decide(requested, replicas, environ):
     local_tpus = tf.config.list_physical_devices("TPU")
     named = _named_tpu_in_environment(environ)
 
-    pod_request = pod_lib.requested_pod(environ)
-    if pod_request is not None and (requested == "tpu" or local_tpus or named):
+    pod = pod_session.current_pod()
+    if pod is None and _pod_request(requested, local_tpus, environ) is not None:
         raise BackendUnavailableError(
             f"{settings.HOSTS_VAR} / TF_CONFIG's worker list describe an emulated "
-            f"TPU pod, but the backend is a real TPU, whose hosts come from its "
-            f"TPUClusterResolver; unset them or use {settings.BACKEND_VAR}=cpu")
-    if pod_request is not None:
-        pod = pod_lib.start(replicas)
+            f"TPU pod, which is started by tpu_compat.install() (or `tpu-compat "
+            f"run`) before the backend is used; call tpu_compat.install() first")
+    if pod is not None:
         kind = "gpu" if ":GPU:" in pod.devices[0] else "cpu"
         return Backend(kind, len(pod.devices), pod.devices,
                        f"emulating a {pod.num_hosts}-host TPU pod slice: "
@@ -164,6 +181,34 @@ def _decide(requested, replicas, environ):
                    f"devices")
 
 
+def _requested(backend, num_replicas):
+    """The backend kind and replica count asked for: the arguments, else the variables."""
+    requested = (_config.choice("backend", backend, settings.BACKENDS)  # pylint: disable=protected-access
+                 if backend is not None else settings.read("backend"))
+    replicas = (_config.positive_int("num_replicas", num_replicas)
+                if num_replicas is not None else settings.read("num_replicas"))
+    return requested, replicas
+
+
+def start_pod(backend=None, num_replicas=None):
+    """Starts (or joins) the emulated pod the settings ask for; returns it or None.
+
+    The explicit step before :func:`get_backend` for ``install()``, ``tpu-compat
+    doctor`` and the pytest plugin: with ``TPU_COMPAT_NUM_HOSTS`` it starts the
+    worker processes, with a chief's ``TF_CONFIG`` it waits for the workers,
+    and then connects to them (tpu_compat/pod/session.py). Arguments as
+    :func:`get_backend`'s. Once the backend is decided it starts nothing.
+    """
+    with _lock:
+        requested, replicas = _requested(backend, num_replicas)
+        if _backend is not None:
+            return pod_session.current_pod()
+        environ = os.environ
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel
+        request = _pod_request(requested, tf.config.list_physical_devices("TPU"), environ)
+        return pod_session.start(request, replicas) if request is not None else None
+
+
 def get_backend(backend=None, num_replicas=None):
     """The process's backend, decided (and devices configured) on first call.
 
@@ -172,14 +217,12 @@ def get_backend(backend=None, num_replicas=None):
       num_replicas: overrides ``TPU_COMPAT_NUM_REPLICAS`` on the first call.
 
     Later calls return the same decision; asking for a different one is an
-    error, because the device layout is fixed once per process.
+    error, because the device layout is fixed once per process. It starts no
+    process: an emulated pod must have been started by :func:`start_pod`.
     """
     global _backend
     with _lock:
-        requested = (_config.choice("backend", backend, settings.BACKENDS)
-                     if backend is not None else settings.read("backend"))
-        replicas = (_config.positive_int("num_replicas", num_replicas)
-                    if num_replicas is not None else settings.read("num_replicas"))
+        requested, replicas = _requested(backend, num_replicas)
         if _backend is None:
             _backend = _decide(requested, replicas, os.environ)
         elif ((backend is not None and requested not in ("auto", _backend.kind))

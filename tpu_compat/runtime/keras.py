@@ -329,8 +329,8 @@ def _pod_session(original, backend):
 
     @functools.wraps(original)
     def configure_and_create_distributed_session(distribution_strategy):
-        from tpu_compat.runtime import pod as pod_lib  # pylint: disable=import-outside-toplevel
-        pod = pod_lib.current_pod()
+        from tpu_compat.pod import session as pod_session  # pylint: disable=import-outside-toplevel
+        pod = pod_session.current_pod()
         if pod is None or not _is_emulated_adapter(distribution_strategy):
             return original(distribution_strategy)
         session_config = backend.get_default_session_config()

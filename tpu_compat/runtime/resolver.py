@@ -22,9 +22,8 @@ from tensorflow.python.distribute.cluster_resolver.tpu import (
     tpu_cluster_resolver as native_resolver_lib)
 from tensorflow.python.tpu import tpu_system_metadata as metadata_lib
 
-from tpu_compat.runner import EMULATED_COLAB_TPU_ADDR
+from tpu_compat.pod import session as pod_session
 from tpu_compat.runtime import backend as backend_lib
-from tpu_compat.runtime import pod as pod_lib
 from tpu_compat.runtime import topology as topology_lib
 
 __all__ = [
@@ -46,7 +45,7 @@ _native_shutdown_system = tf.compat.v1.tpu.shutdown_system
 EMULATED_TPU_NAME = "emulated-tpu"
 # Where the emulated TPU's one worker "is": the address `tpu-compat run` puts
 # in COLAB_TPU_ADDR. It is never dialed (.invalid never resolves, RFC 2606).
-EMULATED_WORKER_ADDRESS = EMULATED_COLAB_TPU_ADDR
+EMULATED_WORKER_ADDRESS = "emulated-tpu.invalid:8470"
 GRPC_PREFIX = "grpc://"
 
 _topology_lock = threading.Lock()
@@ -152,7 +151,7 @@ class TPUClusterResolver(native_resolver_lib.TPUClusterResolver):
     def master(self, task_type=None, task_id=None, rpc_layer=None):
         if not self.emulated:
             return super().master(task_type, task_id, rpc_layer)
-        pod = pod_lib.current_pod()
+        pod = pod_session.current_pod()
         # tf.compat.v1.Session("") is a local session; a pod's sessions run on
         # worker 0's master service, which places ops on every host.
         return pod.master if pod else ""
@@ -163,7 +162,7 @@ class TPUClusterResolver(native_resolver_lib.TPUClusterResolver):
     def cluster_spec(self):
         if not self.emulated:
             return super().cluster_spec()
-        pod = pod_lib.current_pod()
+        pod = pod_session.current_pod()
         # One task per host.
         jobs = {self.task_type: list(pod.addresses) if pod else [self._worker_address]}
         if self._coordinator_name and self._coordinator_address:
@@ -209,7 +208,7 @@ def _describes_emulated_tpu(cluster_spec):
         return False
     addresses = [address for tasks in jobs.values()
                  for address in (tasks.values() if isinstance(tasks, dict) else tasks)]
-    pod = pod_lib.current_pod()
+    pod = pod_session.current_pod()
     # A pod's workers: this process connected to them when it started them.
     known = _emulated_addresses | set(pod.addresses if pod else ())
     return bool(addresses) and set(addresses) <= known
@@ -234,7 +233,7 @@ def _enter_pod_master_device(cluster_spec_or_resolver):
     process itself joined the cluster as its chief); given a ClusterSpec,
     TensorFlow leaves the default device alone, and so does this.
     """
-    pod = pod_lib.current_pod()
+    pod = pod_session.current_pod()
     if (pod is None or not isinstance(cluster_spec_or_resolver, TPUClusterResolver)
             or not tf.executing_eagerly()):
         return

@@ -142,14 +142,14 @@ class TPUEstimator(Estimator):
 
     def _session_master(self, mode):
         from tpu_compat.runtime import backend as backend_lib  # pylint: disable=import-outside-toplevel
-        from tpu_compat.runtime import pod as pod_lib  # pylint: disable=import-outside-toplevel
+        from tpu_compat.pod import session as pod_session  # pylint: disable=import-outside-toplevel
         if backend_lib.get_backend().emulated:
             # The emulated TPU is where the backend put it, whatever master the
             # program named: in this process (a local session), or on an
             # emulated pod, whose replica devices (/job:worker/task:h/...) only
             # a session on worker 0's master service can place, as
             # tpu_estimator.py ran every session on the RunConfig's master.
-            pod = pod_lib.current_pod()
+            pod = pod_session.current_pod()
             return pod.master if pod else ""
         return (self._config.evaluation_master if mode == ModeKeys.EVAL
                 else self._config.master)

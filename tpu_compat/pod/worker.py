@@ -6,8 +6,8 @@ is that worker: ``tf.distribute.Server`` for task ``--task`` of the cluster's
 ``worker`` job, with ``--cores`` emulated cores (logical CPU devices), or the
 machine's GPUs with ``--device gpu``.
 
-Run by :mod:`tpu_compat.runtime.pod` (``tpu-compat run --hosts H`` starts H
-of them on loopback ports) or by hand on each machine of a real cluster
+Started by :mod:`tpu_compat.pod.launch` (``tpu-compat run --hosts H`` starts
+H of them on loopback ports) or by hand on each machine of a real cluster
 (``tpu-compat worker``, docs/pods.md). It prints one line when it serves::
 
     tpu-compat worker 1 ready on localhost:41234 (4 CPU cores)
@@ -26,8 +26,11 @@ import time
 
 # Exit codes, read by the chief to say what went wrong (defined once, there).
 from tpu_compat.exit_codes import EXIT_INTERRUPTED, EXIT_PORT_TAKEN, EXIT_USAGE
+from tpu_compat.pod import config as pod_config
 
 READY_PREFIX = "tpu-compat worker "
+# Its error lines start so; the chief quotes them when the worker fails to start.
+ERROR_PREFIX = "tpu-compat worker: error:"
 READY_WORD = " ready on "
 
 
@@ -55,24 +58,15 @@ def parser(**kwargs):
     return parser
 
 
-_TF_CONFIG_SHAPE = ('{"cluster": {"worker": ["host:port", ...]}, '
-                    '"task": {"type": "worker", "index": H}}')
-
-
 def _cluster_from_tf_config():
-    import json  # pylint: disable=import-outside-toplevel
-    raw = os.environ.get("TF_CONFIG", "")
-    if not raw.strip():
-        return None, None
     try:
-        config = json.loads(raw)
-        workers = list(config["cluster"]["worker"])
-        task = config.get("task", {})
-        kind = task.get("type", "worker")
-        index = int(task["index"]) if kind == "worker" else None
+        entry = pod_config.worker_task(os.environ)
     except (ValueError, KeyError, TypeError) as error:
         _fail(EXIT_USAGE, f"TF_CONFIG is not valid ({type(error).__name__}: "
-                          f"{error}); expected {_TF_CONFIG_SHAPE}")
+                          f"{error}); expected {pod_config.TF_CONFIG_SHAPE}")
+    if entry is None:
+        return None, None
+    workers, kind, index = entry
     if index is None:
         _fail(EXIT_USAGE, f"TF_CONFIG's task type is {kind!r}; a worker's is "
                           f"'worker' (the chief is the program: `tpu-compat run` "
@@ -81,7 +75,7 @@ def _cluster_from_tf_config():
 
 
 def _fail(code, message):
-    print(f"tpu-compat worker: error: {message}", file=sys.stderr, flush=True)
+    print(f"{ERROR_PREFIX} {message}", file=sys.stderr, flush=True)
     # The server's threads would keep a normal exit waiting.
     os._exit(code)  # pylint: disable=protected-access
 
