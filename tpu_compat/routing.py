@@ -91,10 +91,10 @@ def _routes():
         tpu_cluster_resolver)
 
     from tpu_compat.runtime import devices, resolver, router, strategy_v1, strategy_v2
-    from tpu_compat.runtime import tpu_lowlevel
+    from tpu_compat import lowlevel
     v1_tpu = tf.compat.v1.tpu
-    low_level = [(getattr(v1_tpu, name), getattr(tpu_lowlevel, name), None)
-                 for name in tpu_lowlevel.ROUTED_NAMES]
+    low_level = [(getattr(v1_tpu, name), getattr(lowlevel, name), None)
+                 for name in lowlevel.ROUTED_NAMES]
     return low_level + [
         (tpu_strategy.TPUStrategyV1, strategy_v1.CompatTPUStrategyV1, None),
         (tpu_strategy.TPUStrategy, router.TPUStrategy,
@@ -177,7 +177,7 @@ def install(backend=None, num_replicas=None, warnings=None):
     ``TPUClusterResolver``, ``experimental_connect_to_cluster``,
     ``initialize_tpu_system``/``shutdown_tpu_system`` and the graph-mode
     ``tf.compat.v1.tpu.initialize_system``/``shutdown_system`` and the rest of
-    the low-level ``tf.compat.v1.tpu`` API (:mod:`tpu_compat.runtime.tpu_lowlevel`);
+    the low-level ``tf.compat.v1.tpu`` API (:mod:`tpu_compat.lowlevel`);
     serves ``tf.contrib``'s TPU names to the program (:mod:`tpu_compat.contrib`); gives the
     native strategies the removed legacy methods; and patches Keras for
     legacy TPU programs (:mod:`tpu_compat.runtime.keras`, the TF 2.0-2.3
