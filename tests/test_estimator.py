@@ -316,6 +316,26 @@ def test_a_real_tpu_session_initializes_the_tpu_system(estimator_lib, monkeypatc
     assert isinstance(hook, session_hooks.TPUSystemInitHook) and hook._job == "tpu_worker"  # pylint: disable=protected-access
 
 
+def test_the_programs_read_the_settings_the_estimator_was_built_with(estimator_lib, tmp_path):
+    """The TPU programs read ProgramSettings, fixed in TPUEstimator's constructor."""
+    import dataclasses  # pylint: disable=import-outside-toplevel
+    tpu = estimator_lib.tpu
+    config = tpu.RunConfig(
+        model_dir=str(tmp_path), log_step_count_steps=7, save_summary_steps=0,
+        tpu_config=tpu.TPUConfig(iterations_per_loop=3, tpu_job_name="tpu_worker",
+                                 experimental_host_call_every_n_steps=2))
+    estimator = tpu.TPUEstimator(model_fn=lambda features, labels, mode, params: None,
+                                 config=config, train_batch_size=16, params={"lr": 0.1},
+                                 batch_axis=(0, 0))
+    settings = estimator._program_settings  # pylint: disable=protected-access
+    assert (settings.tpu_job_name, settings.host_call_every_n_steps,
+            settings.iterations_per_loop, settings.log_every_n_steps, settings.batch_axis,
+            settings.params, settings.model_dir, settings.summary_dir) == (
+                "tpu_worker", 2, 3, 7, (0, 0), {"lr": 0.1}, str(tmp_path), None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.iterations_per_loop = 4
+
+
 def test_model_fn_estimator_trains_evaluates_predicts_exports_and_warm_starts(
         estimator_lib, tmp_path):
     """tf.estimator.Estimator from a TF 2 (eager) program: its own graphs, hooks, export."""
