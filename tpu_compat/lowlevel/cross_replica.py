@@ -223,7 +223,7 @@ def _apply_summed(context, opt, grads_and_vars, global_step, name):
     identical. Custom optimizers that override ``apply_gradients`` (BERT's
     AdamWeightDecayOptimizer) assign their variables themselves; the
     variables created inside a replicated computation take the first
-    replica's value on assignment (see :func:`replica_variable_creator`).
+    replica's value on assignment (see ``replication.replica_variable_creator``).
     """
     if _overrides_apply_gradients(opt):
         return opt.apply_gradients(grads_and_vars, global_step, name)
