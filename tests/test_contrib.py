@@ -13,7 +13,8 @@ import tpu_compat
 from tpu_compat import TPUCompatDeprecationWarning, legacy_api
 import tpu_compat.contrib as contrib_lib
 from tpu_compat.contrib import _hparams, _layers
-from tpu_compat.runtime import resolver, strategy_v1, tpu_lowlevel
+from tpu_compat import lowlevel
+from tpu_compat.runtime import resolver, strategy_v1
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -30,8 +31,8 @@ def installed(tpu8):
 def test_contrib_names_resolve_and_warn_with_their_record(installed):
     import tensorflow.compat.v1 as tf1
     expected = {
-        ("tpu", "replicate"): tpu_lowlevel.replicate,
-        ("tpu", "CrossShardOptimizer"): tpu_lowlevel.CrossShardOptimizer,
+        ("tpu", "replicate"): lowlevel.replicate,
+        ("tpu", "CrossShardOptimizer"): lowlevel.CrossShardOptimizer,
         ("distribute", "TPUStrategy"): strategy_v1.CompatTPUStrategyV1,
         ("cluster_resolver", "TPUClusterResolver"): resolver.TPUClusterResolver,
         ("data", "map_and_batch"): tf.data.experimental.map_and_batch,
@@ -53,10 +54,10 @@ def test_import_spellings_of_the_era(installed):
     from tensorflow.contrib.tpu import CrossShardOptimizer
     import tensorflow.contrib.data as contrib_data
     import tensorflow.contrib.layers
-    assert contrib_tpu.shard is tpu_lowlevel.shard
+    assert contrib_tpu.shard is lowlevel.shard
     assert contrib_distribute.TPUStrategy is strategy_v1.CompatTPUStrategyV1
     assert cluster_resolver.TPUClusterResolver is resolver.TPUClusterResolver
-    assert CrossShardOptimizer is tpu_lowlevel.CrossShardOptimizer
+    assert CrossShardOptimizer is lowlevel.CrossShardOptimizer
     assert contrib_data.__name__ == "tensorflow.contrib.data"
     assert tensorflow.contrib.layers.layer_norm is _layers.layer_norm
     assert tensorflow.constant is tf.constant  # the rest of tensorflow is untouched
@@ -203,19 +204,19 @@ def test_contrib_covers_its_rule_range():
 
 
 @pytest.mark.parametrize("rule,call", [
-    ("TPC040", lambda: tpu_lowlevel.replicate(lambda: tf.constant(1.0))),
-    ("TPC041", lambda: tpu_lowlevel.rewrite(lambda: tf.constant(1.0))),
-    ("TPC044", lambda: tpu_lowlevel.shard(lambda x: x, [tf.ones([8])], num_shards=8)),
-    ("TPC045", lambda: tpu_lowlevel.batch_parallel(lambda x: x, [tf.ones([8])], num_shards=8)),
-    ("TPC046", lambda: tpu_lowlevel.outside_compilation(tf.identity, 1.0)),
-    ("TPC047", lambda: tpu_lowlevel.core(0)),
-    ("TPC048", lambda: tpu_lowlevel.bfloat16_scope().__enter__()),
-    ("TPC049", lambda: tpu_lowlevel.initialize_system()),
-    ("TPC050", lambda: tpu_lowlevel.shutdown_system()),
-    ("TPC043", lambda: tpu_lowlevel.CrossShardOptimizer(
+    ("TPC040", lambda: lowlevel.replicate(lambda: tf.constant(1.0))),
+    ("TPC041", lambda: lowlevel.rewrite(lambda: tf.constant(1.0))),
+    ("TPC044", lambda: lowlevel.shard(lambda x: x, [tf.ones([8])], num_shards=8)),
+    ("TPC045", lambda: lowlevel.batch_parallel(lambda x: x, [tf.ones([8])], num_shards=8)),
+    ("TPC046", lambda: lowlevel.outside_compilation(tf.identity, 1.0)),
+    ("TPC047", lambda: lowlevel.core(0)),
+    ("TPC048", lambda: lowlevel.bfloat16_scope().__enter__()),
+    ("TPC049", lambda: lowlevel.initialize_system()),
+    ("TPC050", lambda: lowlevel.shutdown_system()),
+    ("TPC043", lambda: lowlevel.CrossShardOptimizer(
         tf.compat.v1.train.GradientDescentOptimizer(0.1))),
-    ("TPC042", lambda: tpu_lowlevel.rewrite(
-        lambda: tpu_lowlevel.cross_replica_sum(tf.constant(1.0)))),
+    ("TPC042", lambda: lowlevel.rewrite(
+        lambda: lowlevel.cross_replica_sum(tf.constant(1.0)))),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_every_low_level_call_warns_with_its_record(tpu8, rule, call):
     del tpu8

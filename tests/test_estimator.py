@@ -101,7 +101,7 @@ def test_input_fn_calls_and_batch_sizes_per_input_pipeline_mode(
         estimator_lib, tmp_path, mode, calls, input_batch, model_batch):
     import numpy as np  # pylint: disable=import-outside-toplevel
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    from tpu_compat.runtime import tpu_lowlevel  # pylint: disable=import-outside-toplevel
+    from tpu_compat import lowlevel  # pylint: disable=import-outside-toplevel
     tpu = estimator_lib.tpu
     per_core = mode is False
     if isinstance(mode, str):
@@ -123,7 +123,7 @@ def test_input_fn_calls_and_batch_sizes_per_input_pipeline_mode(
         seen_models.append((params["batch_size"], params["use_tpu"]))
         weight = tf.compat.v1.get_variable("w", [2], initializer=tf.zeros_initializer())
         loss = tf.reduce_mean(tf.square(features - weight))
-        optimizer = tpu_lowlevel.CrossShardOptimizer(  # what install() routes
+        optimizer = lowlevel.CrossShardOptimizer(  # what install() routes
             tf.compat.v1.train.GradientDescentOptimizer(0.1))
         return tpu.TPUEstimatorSpec(mode, loss=loss, train_op=optimizer.minimize(
             loss, global_step=tf.compat.v1.train.get_global_step()))
@@ -298,26 +298,42 @@ class _StandInStrategy:
 @pytest.mark.parametrize("emulated,method", [(False, "run"), (True, "call_for_each_replica")])
 def test_a_real_tpu_replicates_through_strategy_run(estimator_lib, emulated, method):
     del estimator_lib
-    from tpu_compat.estimator.tpu import replicated  # pylint: disable=import-outside-toplevel
+    from tpu_compat.estimator.tpu import replica_step  # pylint: disable=import-outside-toplevel
     strategy = _StandInStrategy(emulated)
-    result = replicated._replicate(strategy, lambda x, y: x + y, [(1, 2)])  # pylint: disable=protected-access
+    result = replica_step.replicate(strategy, lambda x, y: x + y, [(1, 2)])
     assert result == 3
     assert [name for name, _ in strategy.calls] == [method]
 
 
 def test_a_real_tpu_session_initializes_the_tpu_system(estimator_lib, monkeypatch):
     del estimator_lib
-    from tpu_compat.estimator.tpu import replicated  # pylint: disable=import-outside-toplevel
+    from tpu_compat.estimator.tpu import session_hooks  # pylint: disable=import-outside-toplevel
     from tpu_compat.runtime import backend as backend_lib  # pylint: disable=import-outside-toplevel
 
-    class Estimator:
-        class config:  # pylint: disable=invalid-name
-            class tpu_config:  # pylint: disable=invalid-name
-                tpu_job_name = "tpu_worker"
-    assert replicated._system_hooks(Estimator) == []  # pylint: disable=protected-access
+    assert session_hooks.system_hooks("tpu_worker") == []
     monkeypatch.setattr(backend_lib, "get_backend", lambda: _Backend(False))
-    (hook,) = replicated._system_hooks(Estimator)  # pylint: disable=protected-access
-    assert isinstance(hook, replicated.TPUSystemInitHook) and hook._job == "tpu_worker"  # pylint: disable=protected-access
+    (hook,) = session_hooks.system_hooks("tpu_worker")
+    assert isinstance(hook, session_hooks.TPUSystemInitHook) and hook._job == "tpu_worker"  # pylint: disable=protected-access
+
+
+def test_the_programs_read_the_settings_the_estimator_was_built_with(estimator_lib, tmp_path):
+    """The TPU programs read ProgramSettings, fixed in TPUEstimator's constructor."""
+    import dataclasses  # pylint: disable=import-outside-toplevel
+    tpu = estimator_lib.tpu
+    config = tpu.RunConfig(
+        model_dir=str(tmp_path), log_step_count_steps=7, save_summary_steps=0,
+        tpu_config=tpu.TPUConfig(iterations_per_loop=3, tpu_job_name="tpu_worker",
+                                 experimental_host_call_every_n_steps=2))
+    estimator = tpu.TPUEstimator(model_fn=lambda features, labels, mode, params: None,
+                                 config=config, train_batch_size=16, params={"lr": 0.1},
+                                 batch_axis=(0, 0))
+    settings = estimator._program_settings  # pylint: disable=protected-access
+    assert (settings.tpu_job_name, settings.host_call_every_n_steps,
+            settings.iterations_per_loop, settings.log_every_n_steps, settings.batch_axis,
+            settings.params, settings.model_dir, settings.summary_dir) == (
+                "tpu_worker", 2, 3, 7, (0, 0), {"lr": 0.1}, str(tmp_path), None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.iterations_per_loop = 4
 
 
 def test_model_fn_estimator_trains_evaluates_predicts_exports_and_warm_starts(

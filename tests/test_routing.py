@@ -63,9 +63,9 @@ def test_install_routes_every_namespace(uninstalled):
             assert namespace.tpu.experimental.initialize_tpu_system is resolver.initialize_tpu_system
             assert namespace.config.experimental_connect_to_cluster is resolver.connect_to_cluster
         assert tf.tpu.experimental.shutdown_tpu_system is resolver.shutdown_tpu_system
-        from tpu_compat.runtime import tpu_lowlevel
-        for name in tpu_lowlevel.ROUTED_NAMES:  # incl. initialize/shutdown_system
-            assert getattr(tf1.tpu, name) is getattr(tpu_lowlevel, name), name
+        from tpu_compat import lowlevel
+        for name in lowlevel.ROUTED_NAMES:  # incl. initialize/shutdown_system
+            assert getattr(tf1.tpu, name) is getattr(lowlevel, name), name
         assert hasattr(tf.distribute.MirroredStrategy, "experimental_run_v2")
 
 

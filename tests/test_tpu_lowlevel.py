@@ -4,7 +4,7 @@
   cores: one scenario process per replica count (tests/scenarios/lowlevel_parity.py).
 * Clear errors naming the argument, checked in process on the 8-core TPU.
 * Contract tests: on a real TPU every call reaches TensorFlow's own function
-  with the caller's arguments (a recording stand-in replaces ``_native``).
+  with the caller's arguments (a recording stand-in replaces ``lowlevel.native.NATIVE``).
 """
 
 import types
@@ -18,7 +18,8 @@ from tensorflow.python.tpu import tpu_function
 from conftest import check_ok, parse_numbers, run_scenario
 from tpu_compat import TPUCompatDeprecationWarning
 from tpu_compat.runtime import backend as backend_lib
-from tpu_compat.runtime import tpu_lowlevel
+from tpu_compat import lowlevel
+from tpu_compat.lowlevel import native as native_lib
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -63,81 +64,81 @@ def graph(tpu8):
 def test_replicate_rejects_more_replicas_than_cores(graph):
     with pytest.raises(ValueError, match=r"inputs asks for 9 replicas but the emulated "
                                          r"TPU has 8 cores"):
-        tpu_lowlevel.replicate(lambda x: x, [[tf.ones([1])]] * 9)
+        lowlevel.replicate(lambda x: x, [[tf.ones([1])]] * 9)
 
 
 def test_replicate_rejects_mismatched_shapes_across_replicas(graph):
     with pytest.raises(ValueError, match=r"inputs: replica 1's input 0 has shape \(3,\) "
                                          r"but replica 0's has \(2,\)"):
-        tpu_lowlevel.replicate(lambda x: x, [[tf.ones([2])], [tf.ones([3])]])
+        lowlevel.replicate(lambda x: x, [[tf.ones([2])], [tf.ones([3])]])
 
 
 def test_replicate_rejects_inputs_that_are_not_lists_of_lists(graph):
     with pytest.raises(TypeError, match="inputs must be a list of lists"):
-        tpu_lowlevel.replicate(lambda x: x, [tf.ones([2])])
+        lowlevel.replicate(lambda x: x, [tf.ones([2])])
 
 
 def test_replicate_rejects_an_infeed_queue(graph):
     with pytest.raises(ValueError, match="infeed_queue is not supported"):
-        tpu_lowlevel.replicate(lambda: 1.0, infeed_queue=object())
+        lowlevel.replicate(lambda: 1.0, infeed_queue=object())
 
 
 def test_shard_rejects_more_shards_than_cores(graph):
     with pytest.raises(ValueError, match=r"num_shards=9 is larger than the 8 cores"):
-        tpu_lowlevel.shard(lambda x: x, [tf.ones([9])], num_shards=9)
+        lowlevel.shard(lambda x: x, [tf.ones([9])], num_shards=9)
 
 
 def test_shard_rejects_inputs_not_a_multiple_of_num_shards(graph):
     with pytest.raises(ValueError, match=r"inputs\[0\] has size 6 along axis 0, which "
                                          r"is not a multiple of num_shards=4"):
-        tpu_lowlevel.batch_parallel(lambda x: x, [tf.ones([6, 2])], num_shards=4)
+        lowlevel.batch_parallel(lambda x: x, [tf.ones([6, 2])], num_shards=4)
 
 
 def test_shard_rejects_a_bad_num_shards(graph):
     with pytest.raises(ValueError, match="num_shards must be a positive integer"):
-        tpu_lowlevel.shard(lambda x: x, [tf.ones([4])], num_shards=0)
+        lowlevel.shard(lambda x: x, [tf.ones([4])], num_shards=0)
 
 
 def test_cross_replica_sum_outside_a_replicated_computation(graph):
-    with pytest.raises(tpu_lowlevel.NotInReplicaContextError,
+    with pytest.raises(lowlevel.NotInReplicaContextError,
                        match="cross_replica_sum must be called inside a replicated"):
-        tpu_lowlevel.cross_replica_sum(tf.ones([]))
+        lowlevel.cross_replica_sum(tf.ones([]))
 
 
 def test_cross_replica_sum_checks_group_assignment(graph):
     with pytest.raises(ValueError, match=r"group_assignment must be a permutation of "
                                          r"range\(2\)"):
-        tpu_lowlevel.replicate(
-            lambda x: tpu_lowlevel.cross_replica_sum(x, [[0, 0]]), [[tf.ones([])]] * 2)
+        lowlevel.replicate(
+            lambda x: lowlevel.cross_replica_sum(x, [[0, 0]]), [[tf.ones([])]] * 2)
 
 
 def test_cross_shard_optimizer_outside_a_replicated_computation(graph):
     var = tf.compat.v1.get_variable("v", [], initializer=tf.compat.v1.zeros_initializer())
-    optimizer = tpu_lowlevel.CrossShardOptimizer(
+    optimizer = lowlevel.CrossShardOptimizer(
         tf.compat.v1.train.GradientDescentOptimizer(0.1))
-    with pytest.raises(tpu_lowlevel.NotInReplicaContextError,
+    with pytest.raises(lowlevel.NotInReplicaContextError,
                        match="CrossShardOptimizer.apply_gradients must run inside"):
         optimizer.minimize(var * 2.0)
 
 
 def test_cross_shard_optimizer_keeps_tensorflows_argument_checks(graph):
     with pytest.raises(ValueError, match="reduction"):
-        tpu_lowlevel.CrossShardOptimizer(
+        lowlevel.CrossShardOptimizer(
             tf.compat.v1.train.GradientDescentOptimizer(0.1), reduction="bogus")
     with pytest.raises(TypeError, match="tf.training.Optimizer"):
-        tpu_lowlevel.CrossShardOptimizer(tf.keras.optimizers.SGD())
+        lowlevel.CrossShardOptimizer(tf.keras.optimizers.SGD())
 
 
 def test_core_names_the_argument(graph):
     with pytest.raises(ValueError, match="num must be a non-negative int"):
-        tpu_lowlevel.core(-1)
-    assert tpu_lowlevel.core(0) == ""
+        lowlevel.core(-1)
+    assert lowlevel.core(0) == ""
 
 
 def test_each_call_warns_once_at_the_users_line(graph):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TPUCompatDeprecationWarning)
-        tpu_lowlevel.rewrite(lambda: tf.constant(1.0))
+        lowlevel.rewrite(lambda: tf.constant(1.0))
     records = [w for w in caught if issubclass(w.category, TPUCompatDeprecationWarning)]
     assert [str(w.message)[-8:] for w in records] == ["[TPC041]"]
     assert records[0].filename == __file__
@@ -148,8 +149,8 @@ def test_replicate_inside_tf_function_as_tf2_allowed(tpu8):
 
     @tf.function
     def replicated():
-        return tpu_lowlevel.replicate(
-            lambda x: [tpu_lowlevel.cross_replica_sum(x) * 1.0, x + 1.0],
+        return lowlevel.replicate(
+            lambda x: [lowlevel.cross_replica_sum(x) * 1.0, x + 1.0],
             [[tf.constant(float(i))] for i in range(4)])
 
     with warnings.catch_warnings():
@@ -176,8 +177,8 @@ def native(tpu8, monkeypatch):
         return record
 
     stand_in = types.SimpleNamespace(**{name: recorder(name) for name in vars(
-        tpu_lowlevel._native)})  # pylint: disable=protected-access
-    monkeypatch.setattr(tpu_lowlevel, "_native", stand_in)
+        native_lib.NATIVE)})
+    monkeypatch.setattr(native_lib, "NATIVE", stand_in)
     monkeypatch.setattr(backend_lib, "get_backend", lambda *a, **k: REAL_TPU)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TPUCompatDeprecationWarning)
@@ -190,12 +191,12 @@ def computation(*args):
 
 def test_real_tpu_replicate_rewrite_shard_reach_tensorflow(native):
     inputs, da = [[1], [2]], object()
-    assert tpu_lowlevel.replicate(computation, inputs, device_assignment=da,
-                                  maximum_shapes=[3]) == ("replicate", "native result")
-    tpu_lowlevel.rewrite(computation, [1], name="r")
-    tpu_lowlevel.shard(computation, [1], num_shards=2, input_shard_axes=[1],
-                       outputs_from_all_shards=False, output_shard_axes=[0])
-    tpu_lowlevel.batch_parallel(computation, [1], num_shards=4)
+    assert lowlevel.replicate(computation, inputs, device_assignment=da,
+                              maximum_shapes=[3]) == ("replicate", "native result")
+    lowlevel.rewrite(computation, [1], name="r")
+    lowlevel.shard(computation, [1], num_shards=2, input_shard_axes=[1],
+                   outputs_from_all_shards=False, output_shard_axes=[0])
+    lowlevel.batch_parallel(computation, [1], num_shards=4)
     assert native == [
         ("replicate", (computation, inputs), dict(
             infeed_queue=None, device_assignment=da, name=None, maximum_shapes=[3],
@@ -213,11 +214,11 @@ def test_real_tpu_replicate_rewrite_shard_reach_tensorflow(native):
 
 
 def test_real_tpu_cross_replica_sum_outside_compilation_core_reach_tensorflow(native):
-    tpu_lowlevel.cross_replica_sum("x", [[0, 1]], name="s")
-    tpu_lowlevel.outside_compilation(computation, 1, k=2)
-    tpu_lowlevel.core(1)
+    lowlevel.cross_replica_sum("x", [[0, 1]], name="s")
+    lowlevel.outside_compilation(computation, 1, k=2)
+    lowlevel.core(1)
     with pytest.raises(TypeError):  # the stand-in is no context manager: it was reached
-        with tpu_lowlevel.bfloat16_scope("b"):
+        with lowlevel.bfloat16_scope("b"):
             pass
     assert native == [
         ("cross_replica_sum", ("x", [[0, 1]]), {"name": "s"}),
@@ -233,7 +234,7 @@ def test_real_tpu_cross_shard_optimizer_is_tensorflows(native, monkeypatch):
     monkeypatch.setattr(tpu_optimizer.CrossShardOptimizer, "apply_gradients",
                         lambda self, gv, global_step=None, name=None:
                         seen.append((gv, global_step, name)) or "applied")
-    optimizer = tpu_lowlevel.CrossShardOptimizer(
+    optimizer = lowlevel.CrossShardOptimizer(
         tf.compat.v1.train.GradientDescentOptimizer(0.1))
     assert isinstance(optimizer, tpu_optimizer.CrossShardOptimizer)
     assert optimizer.apply_gradients([("g", "v")], "step", "n") == "applied"
@@ -252,7 +253,7 @@ def test_cross_replica_sum_inside_a_tpu_strategy_replica(tpu8):
             context = tf.distribute.get_replica_context()
             shards = tpu_function.get_tpu_context().number_of_shards
             value = tf.cast(context.replica_id_in_sync_group, tf.float32) + 1.0
-            return tpu_lowlevel.cross_replica_sum(value) + 0.0 * shards, float(shards)
+            return lowlevel.cross_replica_sum(value) + 0.0 * shards, float(shards)
 
         totals, shards = strategy.run(replica_fn)
     assert {float(t) for t in strategy.experimental_local_results(totals)} == {36.0}

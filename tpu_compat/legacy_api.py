@@ -285,7 +285,7 @@ _TF_V1 = f"{_DIST_LIB}:StrategyV1"
 _TF_EXTENDED_V1 = f"{_DIST_LIB}:StrategyExtendedV1"
 _KERAS_ERA = "tpu_compat.runtime.keras_era"
 _DEVICES = "tpu_compat.runtime.devices"
-_LOW_LEVEL = "tpu_compat.runtime.tpu_lowlevel"
+_LOW_LEVEL = "tpu_compat.lowlevel"
 _CONTRIB = "tpu_compat.contrib"  # its submodules' classes: a name warns when read
 # tf.estimator (TPC070-TPC089). The probes name the removed package.
 _ESTIMATOR_ERAS = ("1.15", "2.0", "2.1", "2.2", "2.3")
@@ -672,7 +672,7 @@ RECORDS = (
                 symbols=("tf.config.experimental_connect_to_host",),
                 probe=("tensorflow.python.eager.remote", "connect_to_remote_host")),
         # -- TF 1.x low-level TPU API and the tf.contrib TPU names (TPC040-TPC069).
-        # Run-time hooks: tpu_compat/runtime/tpu_lowlevel.py (TPC040-TPC050) and
+        # Run-time hooks: tpu_compat/lowlevel/ (TPC040-TPC050) and
         # tpu_compat/contrib/ (TPC051-TPC069, warned when the contrib name is read).
         LegacyAPI(
                 rule="TPC040", api="tf.compat.v1.tpu.replicate",

@@ -6,7 +6,7 @@ API (``tf.contrib.tpu``, ``tf.contrib.distribute.TPUStrategy``,
 it, and fail at the first import. This package gives them module objects
 named ``tensorflow.contrib`` and ``tensorflow.contrib.<module>`` holding:
 
-* ``tpu``: the low-level TPU API (:mod:`tpu_compat.runtime.tpu_lowlevel`),
+* ``tpu``: the low-level TPU API (:mod:`tpu_compat.lowlevel`),
   and the TPUEstimator family from ``tpu_compat.estimator`` when present;
 * ``distribute.TPUStrategy``: the compat.v1 TPUStrategy (``steps_per_run``);
 * ``cluster_resolver.TPUClusterResolver``;
@@ -117,11 +117,11 @@ def served_names(submodule_class):
                  if isinstance(value, property))
 
 
-_TPU = "tpu_compat.runtime.tpu_lowlevel"
+_TPU = "tpu_compat.lowlevel"
 
 
 class ContribTPU(_ContribSubmodule):
-    """``tf.contrib.tpu``: the low-level TPU API (tpu_compat.runtime.tpu_lowlevel)."""
+    """``tf.contrib.tpu``: the low-level TPU API (tpu_compat.lowlevel)."""
     SHORT_NAME = "tpu"
     replicate = _serves(f"{_TPU}:replicate")
     rewrite = _serves(f"{_TPU}:rewrite")

@@ -38,11 +38,11 @@ def routes():
         tpu_cluster_resolver)
 
     from tpu_compat.runtime import devices, resolver, router, strategy_v1, strategy_v2
-    from tpu_compat.runtime import tpu_lowlevel
+    from tpu_compat import lowlevel
     v1_tpu = tf.compat.v1.tpu
     # tf.compat.v1.tpu's names, initialize_system and shutdown_system among them.
-    low_level = [(getattr(v1_tpu, name), getattr(tpu_lowlevel, name), None)
-                 for name in tpu_lowlevel.ROUTED_NAMES]
+    low_level = [(getattr(v1_tpu, name), getattr(lowlevel, name), None)
+                 for name in lowlevel.ROUTED_NAMES]
     return low_level + [
         (tpu_strategy.TPUStrategyV1, strategy_v1.CompatTPUStrategyV1, None),
         (tpu_strategy.TPUStrategy, router.TPUStrategy,

@@ -27,7 +27,7 @@ from tensorflow.python.tpu import tpu_function
 
 from tpu_compat.runtime import fidelity, hooks, steps, strict
 
-__all__ = ["EmulatedTPUExtended", "replica_devices"]
+__all__ = ["EmulatedTPUExtended", "group_by_host", "replica_devices"]
 
 
 def replica_devices(backend, device_assignment=None):
@@ -49,7 +49,7 @@ def replica_devices(backend, device_assignment=None):
     return tuple(backend.devices[ordinal] for ordinal in ordinals)
 
 
-def _group_by_host(devices):
+def group_by_host(devices):
     """``((host CPU device, (its replica devices...)), ...)`` in task order."""
     hosts = {}
     for device in devices:
@@ -109,7 +109,7 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
         # replica order, and several strategies in one process (common in
         # legacy programs and notebooks) cannot collide on the collective
         # instance keys that every MirroredStrategy numbers from the same base.
-        hosts = _group_by_host(devices)
+        hosts = group_by_host(devices)
         # MirroredExtended refuses devices of several workers in eager mode
         # (its in-graph multi-worker path is gone), so it is built on the
         # first host and then given the pod's layout, as TPUExtended has it.

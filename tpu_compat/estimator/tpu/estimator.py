@@ -5,7 +5,7 @@ and prediction) on the TPU, or on the emulated TPU when there is none:
 ``input_fn`` is called as TF 1.15's input pipeline mode says, ``model_fn``
 runs on every replica with ``params['batch_size']`` the per-replica batch,
 and ``iterations_per_loop`` steps run per ``Session.run``
-(:mod:`tpu_compat.estimator.tpu.replicated`). ``use_tpu=False`` (and export)
+(:mod:`tpu_compat.estimator.tpu.programs`). ``use_tpu=False`` (and export)
 runs the same ``model_fn`` on the CPU with the global batch, as BERT's
 scripts do by default.
 """
@@ -22,7 +22,8 @@ from tpu_compat.estimator._spec import ModeKeys
 from tpu_compat.estimator.estimator import Estimator
 from tpu_compat.estimator.tpu import config as config_lib
 from tpu_compat.estimator.tpu import context as context_lib
-from tpu_compat.estimator.tpu import replicated
+from tpu_compat.estimator.tpu import programs
+from tpu_compat.estimator.tpu import session_hooks
 from tpu_compat.estimator.tpu.spec import TPUEstimatorSpec
 from tpu_compat.runtime import hooks as _table_hooks
 
@@ -95,6 +96,11 @@ class TPUEstimator(Estimator):
         self._ctx = context_lib.InternalContext(
             self._config, train_batch_size, eval_batch_size, predict_batch_size,
             use_tpu, eval_on_tpu, self._num_replicas, self._host_devices)
+        # Everything the TPU programs read of this estimator, built once.
+        self._program_settings = programs.ProgramSettings(
+            ctx=self._ctx, batch_axis=batch_axis, params=self._params, config=self._config,
+            model_dir=self.model_dir, iterations_per_loop=self._iterations_per_loop,
+            log_every_n_steps=self._log_every_n_steps)
         self._strategies = weakref.WeakKeyDictionary()  # graph -> strategy
         self._run_steps = None
 
@@ -126,7 +132,7 @@ class TPUEstimator(Estimator):
         chosen = backend_lib.get_backend()
         if not chosen.emulated:
             return (context_lib.HOST_DEVICE,)
-        return tuple(host for host, _ in emulated._group_by_host(chosen.devices))  # pylint: disable=protected-access
+        return tuple(host for host, _ in emulated.group_by_host(chosen.devices))
 
     def _strategy(self, graph=None):
         """The replicated strategy of ``graph`` (one per graph, built on first use)."""
@@ -169,7 +175,7 @@ class TPUEstimator(Estimator):
                         use_resource=True,
                         collections=[tf.compat.v1.GraphKeys.GLOBAL_VARIABLES,
                                      tf.compat.v1.GraphKeys.GLOBAL_STEP])
-            return replicated.create_mirrored_global_step(self._strategy(graph))
+            return programs.create_mirrored_global_step(self._strategy(graph))
 
     def _features_and_labels(self, input_fn, mode):
         with self._ctx.with_mode(mode) as ctx:
@@ -206,7 +212,7 @@ class TPUEstimator(Estimator):
                              "be None, as in TF 1.15)")
         self._run_steps = steps
         # The loop runs all `steps` in one Session.run, which advances the
-        # eval step by `steps` (see replicated._build_eval).
+        # eval step by `steps` (see programs.build_program).
         return [tf_evaluation._StopAfterNEvalsHook(num_evals=steps)]  # pylint: disable=protected-access
 
     def _train_logging_hooks(self, spec, global_step):
@@ -242,7 +248,7 @@ class TPUEstimator(Estimator):
                         {"loss": spec.loss,
                          "step": tf.compat.v1.train.get_global_step()},
                         every_n_iter=self._log_every_n_steps),
-                    replicated.ExamplesPerSecondHook(
+                    session_hooks.ExamplesPerSecondHook(
                         ctx.global_batch_size, every_n_steps=self._log_every_n_steps,
                         output_dir=self.model_dir, steps_per_run=1)))
             return spec
@@ -253,8 +259,9 @@ class TPUEstimator(Estimator):
             return self._call_user_model_fn(ctx, replica_features, replica_labels,
                                             replica_mode, config)
 
-        return replicated.build_program(self, self._strategy(), on_replica,
-                                        features.input_fn, mode, self._run_steps)
+        return programs.build_program(self._program_settings, self._strategy(),
+                                      on_replica, features.input_fn, mode,
+                                      self._run_steps)
 
     def _call_user_model_fn(self, ctx, features, labels, mode, config):
         """Calls the user's model_fn with TF 1.15's params for ``ctx``."""

@@ -1,0 +1,241 @@
+"""Where the replicas meet: ``cross_replica_sum`` and ``CrossShardOptimizer``.
+
+On the emulated TPU ``cross_replica_sum`` is a ``merge_call`` where the
+replicas meet: each group is summed in replica order (exact, deterministic)
+and every member gets its group's sum; its gradient is the same sum of the
+gradients, as XLA differentiates CrossReplicaSum. ``CrossShardOptimizer``
+sums the gradients across the shards once and each copy of a mirrored
+variable applies the same update. Both need only an emulated replica context
+(:func:`emulated_replica_context`), so they work the same inside
+``tpu.replicate`` and inside a TPUStrategy's ``run`` / ``experimental_run``.
+"""
+
+import weakref
+
+import tensorflow as tf
+from tensorflow.python.distribute import distribute_lib
+from tensorflow.python.distribute import values as values_lib
+from tensorflow.python.framework import ops
+from tensorflow.python.ops.losses import losses
+from tensorflow.python.tpu import tpu_optimizer
+from tensorflow.python.training import optimizer as optimizer_lib
+
+from tpu_compat.lowlevel import native
+from tpu_compat.runtime import emulated
+
+__all__ = ["CrossShardOptimizer", "NotInReplicaContextError", "cross_replica_sum",
+           "emulated_replica_context", "sums_built"]
+
+
+class NotInReplicaContextError(ValueError):
+    """A cross-replica TPU op was used outside any replicated computation."""
+
+
+# -- the replica context -------------------------------------------------------
+
+def emulated_replica_context():
+    """The current replica context if it belongs to an emulated TPU, else None.
+
+    That is the replica context of ``tpu.replicate``/``rewrite``/``shard`` on
+    the emulated TPU, and of a compat.v1 or TF2 TPUStrategy adapter's
+    ``run``/``experimental_run``/``call_for_each_replica`` there.
+    """
+    if distribute_lib.in_cross_replica_context():
+        return None
+    context = distribute_lib.get_replica_context()
+    if context is None or not distribute_lib.has_strategy():
+        return None
+    if isinstance(context.strategy.extended, emulated.EmulatedTPUExtended):
+        return context
+    return None
+
+
+def require_replica_context(api):
+    """The emulated replica context ``api`` runs in, or a clear error naming ``api``."""
+    context = emulated_replica_context()
+    if context is None:
+        raise NotInReplicaContextError(
+            f"{api} must be called inside a replicated TPU computation "
+            f"(tf.compat.v1.tpu.replicate, rewrite, shard or batch_parallel, or "
+            f"a TPUStrategy's run/experimental_run); outside one, TF 1.15 built "
+            f"a CrossReplicaSum op that failed at Session.run with 'No OpKernel "
+            f"was registered to support Op CrossReplicaSum'")
+    return context
+
+
+def _check_group_assignment(group_assignment, num_replicas, argument="group_assignment"):
+    """``group_assignment`` as a list of lists of ints, validated like TF 1.15."""
+    if group_assignment is None:
+        return [list(range(num_replicas))]
+    if hasattr(group_assignment, "tolist"):  # a NumPy array
+        group_assignment = group_assignment.tolist()
+    if not (isinstance(group_assignment, (list, tuple)) and group_assignment and all(
+            isinstance(group, (list, tuple)) for group in group_assignment)):
+        raise ValueError(
+            f"{argument} must be a list of lists of replica ids (shape "
+            f"[num_groups, replicas_per_group]), got {group_assignment!r}")
+    groups = [[int(i) for i in group] for group in group_assignment]
+    members = sorted(i for group in groups for i in group)
+    if members != list(range(num_replicas)):
+        raise ValueError(
+            f"{argument} must be a permutation of range({num_replicas}) (each of "
+            f"the {num_replicas} replicas in exactly one group), got "
+            f"{group_assignment!r}")
+    if len({len(group) for group in groups}) != 1:
+        raise ValueError(
+            f"{argument}: every group must have the same size, got "
+            f"{group_assignment!r}")
+    return groups
+
+
+def _group_sums(strategy, per_replica, groups):
+    """Cross-replica context: each replica gets the sum of its group, in order."""
+    local = strategy.experimental_local_results(per_replica)
+    devices = strategy.extended.worker_devices
+    results = [None] * len(local)
+    for group in groups:
+        with ops.device(devices[group[0]]):
+            # Summed one by one in replica-id order: the same numbers on every
+            # run and every group member, as the TPU's all-reduce gives.
+            total = local[group[0]]
+            for replica in group[1:]:
+                total = total + local[replica]
+        for replica in group:
+            with ops.device(devices[replica]):
+                results[replica] = tf.identity(total)
+    return values_lib.PerReplica(tuple(results))
+
+
+# The gradient of an all-reduce is the all-reduce of the gradient, as XLA
+# differentiates CrossReplicaSum. The forward sum is an Identity whose gradient
+# is overridden; the groups of each such op are kept here by graph (weakly: a
+# graph's id can be reused once it is collected, as each Estimator call builds
+# a new one) and op name.
+_GRADIENT_NAME = "TPUCompatEmulatedCrossReplicaSum"
+_gradient_groups = weakref.WeakKeyDictionary()
+# How many emulated cross-replica sums were ever built (TPUEstimator checks that
+# a training model_fn built one: TF 1.15 required CrossShardOptimizer).
+_sums_built = 0
+
+
+def sums_built():
+    """How many emulated cross-replica sums this process has built so far."""
+    return _sums_built
+
+
+@ops.RegisterGradient(_GRADIENT_NAME)
+def _cross_replica_sum_gradient(op, grad):
+    context = emulated_replica_context()
+    groups = _gradient_groups.get(op.graph, {}).get(op.name)
+    if context is None or groups is None:
+        return grad  # differentiated outside the replicas: nothing to meet
+    return _merged_group_sum(context, grad, groups)
+
+
+def _merged_group_sum(context, x, groups):
+    def merge(strategy, per_replica):
+        return _group_sums(strategy, per_replica, groups)
+    return context.merge_call(merge, args=(x,))
+
+
+def _emulated_cross_replica_sum(context, x, group_assignment, name):
+    groups = _check_group_assignment(group_assignment, context.num_replicas_in_sync)
+    with ops.name_scope(name, "CrossReplicaSum"):
+        total = _merged_group_sum(context, tf.convert_to_tensor(x), groups)
+        graph = ops.get_default_graph()
+        with graph.gradient_override_map({"Identity": _GRADIENT_NAME}):
+            result = tf.identity(total)
+        _gradient_groups.setdefault(graph, {})[result.op.name] = groups
+    global _sums_built
+    _sums_built += 1
+    return result
+
+
+def cross_replica_sum(x, group_assignment=None, name=None):
+    """``tf.compat.v1.tpu.cross_replica_sum``: sum ``x`` over each replica group.
+
+    Args:
+      x: this replica's tensor.
+      group_assignment: ``[num_groups, replicas_per_group]`` replica ids; each
+        replica gets the sum over its group. None: one group of all replicas.
+      name: optional name.
+    """
+    if not native.on_emulated_tpu():
+        return native.NATIVE.cross_replica_sum(x, group_assignment, name=name)
+    context = require_replica_context("tf.compat.v1.tpu.cross_replica_sum")
+    return _emulated_cross_replica_sum(context, x, group_assignment, name)
+
+
+# -- CrossShardOptimizer ---------------------------------------------------------
+
+def _overrides_apply_gradients(opt):
+    return type(opt).apply_gradients is not optimizer_lib.Optimizer.apply_gradients
+
+
+class CrossShardOptimizer(tpu_optimizer.CrossShardOptimizer):
+    """``tf.compat.v1.tpu.CrossShardOptimizer``, also on the emulated TPU.
+
+    Same constructor and checks as TensorFlow's (``opt`` must be a
+    ``tf.compat.v1.train.Optimizer``, ``reduction`` MEAN or SUM). With MEAN the
+    loss is scaled by ``1 / number_of_shards`` (by the group size with a
+    ``group_assignment``) before the gradients are taken; ``apply_gradients``
+    sums the gradients over the shards (each group) and applies the sum once.
+    """
+
+    def __init__(self, opt, reduction=losses.Reduction.MEAN,
+                 name="CrossShardOptimizer", group_assignment=None):
+        super().__init__(opt, reduction=reduction, name=name,
+                         group_assignment=group_assignment)
+
+    # compute_gradients is TensorFlow's own: it scales the loss by
+    # number_of_shards, which every emulated replica sets, as TF 1.15 did.
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        if not native.on_emulated_tpu():
+            return super().apply_gradients(grads_and_vars, global_step, name)
+        context = emulated_replica_context()
+        if context is None:
+            raise NotInReplicaContextError(
+                "CrossShardOptimizer.apply_gradients must run inside a replicated "
+                "TPU computation (tf.compat.v1.tpu.replicate, rewrite or shard, "
+                "or a TPUStrategy's run/experimental_run): it sums gradients "
+                "across the TPU shards. TF 1.15 failed here at Session.run with "
+                "'No OpKernel was registered to support Op CrossReplicaSum'. "
+                "Outside a TPU computation use the wrapped optimizer directly.")
+        summed = []
+        for grad, var in grads_and_vars:
+            if grad is None:
+                summed.append((grad, var))
+            else:
+                if isinstance(grad, tf.IndexedSlices):
+                    grad = tf.convert_to_tensor(grad)
+                summed.append((_emulated_cross_replica_sum(
+                    context, grad, self._group_assignment, None), var))
+        return _apply_summed(context, self._opt, summed, global_step, name)
+
+
+def _apply_summed(context, opt, grads_and_vars, global_step, name):
+    """Applies gradients already summed across the shards, without re-reducing.
+
+    A ``tf.compat.v1.train.Optimizer`` under a distribution strategy would sum
+    the replicas' gradients once more; here every replica applies the same
+    summed gradient to its copy of each mirrored variable, so the copies stay
+    identical. Custom optimizers that override ``apply_gradients`` (BERT's
+    AdamWeightDecayOptimizer) assign their variables themselves; the
+    variables created inside a replicated computation take the first
+    replica's value on assignment (see ``replication.replica_variable_creator``).
+    """
+    if _overrides_apply_gradients(opt):
+        return opt.apply_gradients(grads_and_vars, global_step, name)
+    apply_op = opt.apply_gradients(grads_and_vars, global_step=None, name=name,
+                                   skip_gradients_aggregation=True)
+    if global_step is None:
+        return apply_op
+    with tf.control_dependencies([apply_op]):
+        # One increment per step, however many replicas: merge_call runs once.
+        increment = context.merge_call(
+            lambda strategy: strategy.extended.update(
+                global_step, lambda v: v.assign_add(1), group=True))
+    # An Operation, as Optimizer.apply_gradients returns.
+    return tf.group(apply_op, *[v for v in tf.nest.flatten(increment) if v is not None],
+                    name=name)

@@ -1,0 +1,37 @@
+"""The seam between TensorFlow's low-level TPU API and the emulated one.
+
+On a real TPU every ``tf.compat.v1.tpu`` function of this package calls
+TensorFlow's own, unchanged, through :data:`NATIVE`; contract tests swap that
+namespace for recording stand-ins. On the emulated TPU (see
+:func:`on_emulated_tpu`) the package builds the computation itself.
+"""
+
+import types
+
+from tensorflow.python.tpu import bfloat16 as native_bfloat16
+from tensorflow.python.tpu import tpu as native_tpu
+from tensorflow.python.tpu import tpu_name_util
+from tensorflow.python.tpu import tpu_replication
+from tensorflow.python.tpu.ops import tpu_ops
+
+from tpu_compat.runtime import backend as backend_lib
+
+__all__ = ["NATIVE", "on_emulated_tpu"]
+
+# TensorFlow's implementations, for the real-TPU path. Read at call time
+# (``native.NATIVE.replicate``), so that a swapped namespace takes effect.
+NATIVE = types.SimpleNamespace(
+    replicate=native_tpu.replicate,
+    rewrite=native_tpu.rewrite,
+    shard=native_tpu.shard,
+    batch_parallel=native_tpu.batch_parallel,
+    outside_compilation=tpu_replication.outside_compilation,
+    cross_replica_sum=tpu_ops.cross_replica_sum,
+    core=tpu_name_util.core,
+    bfloat16_scope=native_bfloat16.bfloat16_scope,
+)
+
+
+def on_emulated_tpu():
+    """Whether the backend is the emulated TPU (else TensorFlow's own API runs)."""
+    return backend_lib.get_backend().emulated
