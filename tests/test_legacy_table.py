@@ -63,7 +63,7 @@ def test_every_hook_target_is_instrumented(tpu8):
     del tpu8
     import keras  # noqa: F401  (Keras 3 and tf_keras: TPC016's targets)
     import tf_keras  # noqa: F401
-    from tpu_compat.runtime import (adapter, emulated, native_methods, router,  # noqa: F401
+    from tpu_compat.runtime import (adapter, emulated, native_methods, strategy_by_era,  # noqa: F401
                                     strategy_v1, strategy_v2)
     tpu_compat.uninstall()
     with tpu_compat.install(warnings="ignore"):

@@ -90,14 +90,14 @@ def _routes():
     from tensorflow.python.distribute.cluster_resolver.tpu import (
         tpu_cluster_resolver)
 
-    from tpu_compat.runtime import devices, resolver, router, strategy_v1, strategy_v2
+    from tpu_compat.runtime import devices, resolver, strategy_by_era, strategy_v1, strategy_v2
     from tpu_compat.runtime import tpu_lowlevel
     v1_tpu = tf.compat.v1.tpu
     low_level = [(getattr(v1_tpu, name), getattr(tpu_lowlevel, name), None)
                  for name in tpu_lowlevel.ROUTED_NAMES]
     return low_level + [
         (tpu_strategy.TPUStrategyV1, strategy_v1.CompatTPUStrategyV1, None),
-        (tpu_strategy.TPUStrategy, router.TPUStrategy,
+        (tpu_strategy.TPUStrategy, strategy_by_era.TPUStrategy,
          strategy_v2.CompatExperimentalTPUStrategy),
         (tpu_strategy.TPUStrategyV2, strategy_v2.CompatTPUStrategy, None),
         (tpu_cluster_resolver.TPUClusterResolver, resolver.TPUClusterResolver, None),
@@ -130,8 +130,8 @@ def _route_namespaces(state):
     # TF 2.x; in 2.21 that path is a real package without the name.
     package = sys.modules.get("tensorflow.distribute.experimental")
     if package is not None:
-        from tpu_compat.runtime import router  # pylint: disable=import-outside-toplevel
-        state.add(package, "TPUStrategy", router.TPUStrategy)
+        from tpu_compat.runtime import strategy_by_era  # pylint: disable=import-outside-toplevel
+        state.add(package, "TPUStrategy", strategy_by_era.TPUStrategy)
 
 
 def _install_contrib(state):

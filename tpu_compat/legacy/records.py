@@ -26,7 +26,7 @@ _ADAPTER = "tpu_compat.runtime.adapter:CompatStrategyMixin"
 _NATIVE = "tpu_compat.runtime.native_methods"
 _V1 = "tpu_compat.runtime.strategy_v1:CompatTPUStrategyV1"
 _V2_EXPERIMENTAL = "tpu_compat.runtime.strategy_v2:CompatExperimentalTPUStrategy"
-_ROUTER = "tpu_compat.runtime.router:_RouterMeta.__call__"
+_BY_ERA = "tpu_compat.runtime.strategy_by_era:_ByEraMeta.__call__"
 _EMULATED = "tpu_compat.runtime.emulated:EmulatedTPUExtended"
 _TF_BASE = f"{_DIST_LIB}:StrategyBase"
 _TF_V1 = f"{_DIST_LIB}:StrategyV1"
@@ -113,7 +113,7 @@ RECORDS = (
         LegacyAPI(
                 rule="TPC005", api="tf.distribute.experimental.TPUStrategy",
                 kind=KIND_SYMBOL, name="TPUStrategy",
-                hook=calls(_ROUTER, f"{_V2_EXPERIMENTAL}.__init__"),
+                hook=calls(_BY_ERA, f"{_V2_EXPERIMENTAL}.__init__"),
                 eras=("1.15", "2.0", "2.1", "2.2", "2.3"), removed_in=None,
                 replacement="tf.distribute.TPUStrategy(resolver)",
                 rewrite=replace_symbol("tf.distribute.TPUStrategy"),
@@ -124,7 +124,7 @@ RECORDS = (
         LegacyAPI(
                 rule="TPC006", api="TPUStrategy(device_assignment=...)",
                 kind=KIND_ARGUMENT, name="device_assignment",
-                hook=passes("device_assignment", _ROUTER, f"{_V2_EXPERIMENTAL}.__init__"),
+                hook=passes("device_assignment", _BY_ERA, f"{_V2_EXPERIMENTAL}.__init__"),
                 eras=("1.15", "2.0", "2.1", "2.2", "2.3"), removed_in=None,
                 replacement="tf.distribute.TPUStrategy(resolver, "
                                         "experimental_device_assignment=...)",
@@ -135,7 +135,7 @@ RECORDS = (
         LegacyAPI(
                 rule="TPC007", api="TPUStrategy(steps_per_run=...)",
                 kind=KIND_ARGUMENT, name="steps_per_run",
-                hook=passes("steps_per_run", _ROUTER, f"{_V1}.__init__"),
+                hook=passes("steps_per_run", _BY_ERA, f"{_V1}.__init__"),
                 eras=("1.15",), removed_in="2.0",
                 replacement="Keras compile(steps_per_execution=N), or a tf.function "
                                         "that loops N times over strategy.run",

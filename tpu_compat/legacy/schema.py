@@ -66,7 +66,7 @@ class Hook:
         argument: for HOOK_ARGUMENT / HOOK_ARGUMENT_OMITTED, the parameter
             name, matched by keyword or by position through the target's
             signature (or the ``__tpu_compat_arguments__`` reader a target
-            with ``*args`` declares, e.g. the TPUStrategy router).
+            with ``*args`` declares, e.g. ``strategy_by_era``'s TPUStrategy).
         reason: for HOOK_NOT_OBSERVABLE, why no run-time code point sees it.
     """
     kind: str

@@ -724,7 +724,7 @@ class _Evaluator:
             self._positional_steps(candidate, callee.path, depends_on)
 
     def _positional_steps(self, candidate, path, callee_site):
-        """A positional ``steps_per_run`` (TPC007), by the router's own predicate."""
+        """A positional ``steps_per_run`` (TPC007), by the run-time picker's own predicate."""
         call = candidate.call
         if path not in _rules.STEPS_PER_RUN_CALLEES or any(a.star for a in call.args):
             return
