@@ -150,8 +150,8 @@ def test_importing_the_runtime_changes_nothing_and_install_is_exact_in_a_fresh_p
         from tpu_compat.runtime import backend
         backend.get_backend()
         before = tf_state.snapshot()
-        import tpu_compat.runtime.adapter, tpu_compat.runtime.strategy_by_era, tpu_compat.runtime.keras
-        import tpu_compat.runtime.native_methods, tpu_compat.distribute
+        import tpu_compat.runtime.adapter, tpu_compat.runtime.strategy_by_era
+        import tpu_compat.runtime.keras, tpu_compat.runtime.native_methods, tpu_compat.distribute
         print("after import:", tf_state.differences(before, tf_state.snapshot()))
         tpu_compat.install(warnings="error")
         print("installed:", [line.split(":")[0] for line in

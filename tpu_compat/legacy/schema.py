@@ -149,7 +149,8 @@ def not_observable(reason):
     return Hook(HOOK_NOT_OBSERVABLE, reason=reason)
 
 
-# How `tpu-compat upgrade` rewrites a use (the engine: tpu_compat.migrate.upgrade).
+# How `tpu-compat upgrade` rewrites a use: each kind is one module of
+# tpu_compat/migrate/rewrites/ (its plan and its edit), registered under this name.
 REWRITE_RENAME_METHOD = "rename_method"    # strategy.old(...) -> strategy.<to>(...)
 REWRITE_ADD_KEYWORD = "add_keyword"        # f(a, b) -> f(a, b, <to>=<value>)
 REWRITE_REPLACE_CALL = "replace_call"      # strategy.old(x) -> <to>(x)

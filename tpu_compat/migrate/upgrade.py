@@ -46,6 +46,7 @@ __all__ = [
 REWRITTEN, TODO, REPORTED = "rewritten", "todo", "reported"
 TODO_PREFIX = "# TODO(tpu_compat): "
 
+
 @dataclasses.dataclass(frozen=True)
 class Outcome:
     """What upgrade did with one finding: rewritten, todo or reported.
