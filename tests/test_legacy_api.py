@@ -110,3 +110,15 @@ def test_matrix_says_not_probed_where_no_probe_ran():
     assert " | not probed | when `axis` is omitted | " in rows["TPC002"]
     assert " | no | on call | " in rows["TPC001"]
     assert not any(" changed " in row for row in rows.values())
+
+
+def test_legacy_api_offers_every_public_name_of_schema_and_records():
+    # The table is split into a schema and a records module; `legacy_api` is
+    # its one public name and must keep offering everything either defines.
+    from tpu_compat.legacy import records, schema
+    for module in (schema, records):
+        for name in module.__all__:
+            assert getattr(legacy_api, name) is getattr(module, name), name
+    for name in legacy_api.__all__:
+        assert hasattr(legacy_api, name), name
+    assert legacy_api.get("TPC001") is records.RECORDS[0]

@@ -63,8 +63,8 @@ def test_every_hook_target_is_instrumented(tpu8):
     del tpu8
     import keras  # noqa: F401  (Keras 3 and tf_keras: TPC016's targets)
     import tf_keras  # noqa: F401
-    from tpu_compat.runtime import (adapter, emulated, native_methods, router,  # noqa: F401
-                                    strategy_v1, strategy_v2)
+    from tpu_compat.runtime import (adapter, emulated, native_methods,  # noqa: F401
+                                    strategy_by_era, strategy_v1, strategy_v2)
     tpu_compat.uninstall()
     with tpu_compat.install(warnings="ignore"):
         for module_name, members in hooks.targets().items():

@@ -200,3 +200,82 @@ def test_scope_providers_do_all_their_work_in_visit_module():
                  for name in vars(klass)
                  if name.startswith(("visit_", "leave_")) or name in ("on_visit", "on_leave")}
         assert hooks == {"visit_Module"}, (provider.__name__, hooks)
+
+
+# --- The gates in front of the fast paths (migrate/_libcst_fast.py) ------------------
+
+CORPUS_FILES = sorted(glob.glob(os.path.join(HERE, "migrate_corpus", "*", "*.py")))
+
+
+def _scan_and_upgrade(paths):
+    """Every finding (with its position) and every upgrade's bytes and outcomes."""
+    from tpu_compat.migrate import upgrade
+    results = []
+    for path in paths:
+        scanned = scan.scan_file(path)
+        upgraded = upgrade.upgrade_file(path)
+        results.append((
+            path,
+            [finding.to_dict() for finding in scanned.findings], scanned.error,
+            upgraded.output, [outcome.to_dict() for outcome in upgraded.outcomes],
+            upgraded.error))
+    return results
+
+
+def _counting(calls, name, original):
+    def counted(*args, **kwargs):
+        calls.append(name)
+        return original(*args, **kwargs)
+    return counted
+
+
+def test_the_fast_paths_run_with_the_installed_libcst():
+    # setup.cfg's oldest libcst (1.1.0) and the newest checked (1.9.0) pass
+    # every check; a libcst that fails one still works, only slower.
+    from tpu_compat.migrate import _libcst_fast
+    assert _libcst_fast.children_visit()
+    assert _libcst_fast.codegen_state()
+    assert _libcst_fast.provider_results()
+
+
+def test_scan_and_upgrade_are_the_same_with_the_fast_paths_off(monkeypatch):
+    from tpu_compat.migrate import _libcst_fast
+    assert len(CORPUS_FILES) >= 20
+    calls = []  # which fast paths' own code ran
+    for module, name in ((_walk, "_walk"), (_positions, "_TokenIndexState"),
+                         (analysis, "_scopes_by_hand")):
+        monkeypatch.setattr(module, name, _counting(calls, name, getattr(module, name)))
+    fast = _scan_and_upgrade(CORPUS_FILES)
+    assert set(calls) == {"_walk", "_TokenIndexState", "_scopes_by_hand"}
+    calls.clear()
+    monkeypatch.setattr(_libcst_fast, "ENABLED", False)
+    slow = _scan_and_upgrade(CORPUS_FILES)
+    assert calls == []
+    assert sum(len(findings) for _, findings, *_ in slow) > 100
+    assert slow == fast
+
+
+@pytest.mark.parametrize("gate, break_it", [
+    ("codegen_state", lambda mp, fast: mp.setattr(fast, "CodegenState", None)),
+    ("provider_results", lambda mp, fast: mp.setattr(
+        ScopeProvider, "visit_Name", lambda self, node: None, raising=False)),
+    ("children_visit", lambda mp, fast: mp.setattr(
+        cst.Call, "_visit_and_replace_children", lambda self, visitor: self)),
+])
+def test_a_changed_libcst_internal_turns_its_fast_path_off(monkeypatch, gate, break_it):
+    from tpu_compat.migrate import _libcst_fast
+    checks = (_libcst_fast._children_visit_works, _libcst_fast._codegen_state_works,
+              _libcst_fast._provider_results_work)
+    for check in checks:
+        check.cache_clear()
+    try:
+        break_it(monkeypatch, _libcst_fast)
+        assert getattr(_libcst_fast, gate)() is False
+        monkeypatch.undo()
+        for check in checks:
+            check.cache_clear()
+        assert getattr(_libcst_fast, gate)() is True
+    finally:
+        monkeypatch.undo()
+        for check in checks:
+            check.cache_clear()

@@ -13,7 +13,7 @@ import pytest
 
 from tpu_compat import legacy_api
 from tpu_compat.cli import main as cli_main
-from tpu_compat.migrate import scan, sources, upgrade
+from tpu_compat.migrate import rewrites, scan, sources, upgrade
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
@@ -257,8 +257,25 @@ def test_every_rewrite_is_data_the_upgrader_handles(record):
     # The kind is the record's data, not parsed from its replacement prose;
     # the prose must still name what the rewrite writes.
     assert record.autofix
-    assert hasattr(upgrade._Planner, "_plan_" + record.rewrite.kind)
+    assert record.rewrite.kind in rewrites.KINDS
     assert record.rewrite.to.rsplit(".", 1)[-1] in record.replacement
+
+
+def test_every_rewrite_kind_has_exactly_one_module_and_every_module_a_kind():
+    # One vocabulary: the table's `rewrite=` kinds are the registry's keys,
+    # each served by its own module named after it, and no module serves a
+    # kind the table cannot write or no record uses.
+    used = {r.rewrite.kind for r in legacy_api.RECORDS if r.rewrite}
+    assert set(rewrites.KINDS) == set(legacy_api.REWRITE_KINDS) == used
+    modules = list(rewrites.KINDS.values())
+    assert len(set(modules)) == len(modules)
+    for kind, module in rewrites.KINDS.items():
+        assert module.KIND == kind
+        assert module.__name__ == f"tpu_compat.migrate.rewrites.{kind}"
+        assert callable(module.plan)
+    package = os.path.dirname(rewrites.__file__)
+    assert {name[:-3] for name in os.listdir(package)
+            if name.endswith(".py") and not name.startswith("_")} == set(rewrites.KINDS)
 
 
 def test_records_without_a_rewrite_are_not_autofix():

@@ -48,15 +48,15 @@ def test_install_routes_every_namespace(uninstalled):
     import tensorflow as tf
     import tensorflow.compat.v1 as tf1
     import tensorflow.compat.v2 as tf2
-    from tpu_compat.runtime import resolver, router, strategy_v1, strategy_v2
+    from tpu_compat.runtime import resolver, strategy_by_era, strategy_v1, strategy_v2
     with tpu_compat.install():
         assert tf.distribute.TPUStrategy is strategy_v2.CompatTPUStrategy
-        assert tf.distribute.experimental.TPUStrategy is router.TPUStrategy
+        assert tf.distribute.experimental.TPUStrategy is strategy_by_era.TPUStrategy
         assert tf1.distribute.experimental.TPUStrategy is strategy_v1.CompatTPUStrategyV1
         assert tf2.distribute.experimental.TPUStrategy is strategy_v2.CompatExperimentalTPUStrategy
         assert tf2.distribute.TPUStrategy is strategy_v2.CompatTPUStrategy
         from tensorflow.distribute.experimental import TPUStrategy
-        assert TPUStrategy is router.TPUStrategy
+        assert TPUStrategy is strategy_by_era.TPUStrategy
         for namespace in (tf, tf1, tf2):
             assert (namespace.distribute.cluster_resolver.TPUClusterResolver
                     is resolver.TPUClusterResolver)
@@ -150,8 +150,8 @@ def test_importing_the_runtime_changes_nothing_and_install_is_exact_in_a_fresh_p
         from tpu_compat.runtime import backend
         backend.get_backend()
         before = tf_state.snapshot()
-        import tpu_compat.runtime.adapter, tpu_compat.runtime.router, tpu_compat.runtime.keras
-        import tpu_compat.runtime.native_methods, tpu_compat.distribute
+        import tpu_compat.runtime.adapter, tpu_compat.runtime.strategy_by_era
+        import tpu_compat.runtime.keras, tpu_compat.runtime.native_methods, tpu_compat.distribute
         print("after import:", tf_state.differences(before, tf_state.snapshot()))
         tpu_compat.install(warnings="error")
         print("installed:", [line.split(":")[0] for line in

@@ -54,14 +54,14 @@ def test_scanner_and_router_agree(source, values, kwargs, expected):
 
 
 def test_router_uses_the_shared_predicate(monkeypatch):
-    from tpu_compat.runtime import router, strategy_v1, strategy_v2
+    from tpu_compat.runtime import strategy_by_era, strategy_v1, strategy_v2
     for _, values, kwargs, expected in CALLS:
         want = (strategy_v1.CompatTPUStrategyV1 if expected == args.V1
                 else strategy_v2.CompatExperimentalTPUStrategy)
-        assert router.pick_class(values, kwargs) is want
+        assert strategy_by_era.pick_class(values, kwargs) is want
     # ... and only it: whatever the predicate says, the router follows.
     monkeypatch.setattr(args, "experimental_tpu_strategy_class", lambda *a: args.V1)
-    assert router.pick_class(("r",), {}) is strategy_v1.CompatTPUStrategyV1
+    assert strategy_by_era.pick_class(("r",), {}) is strategy_v1.CompatTPUStrategyV1
 
 
 def test_a_name_bound_to_an_int_is_steps_per_run():

@@ -68,7 +68,7 @@ def user_frame(frame, direct=False):
     tf.function) are skipped: inside a ``tf.function`` the user's call
     reaches us through them. Frames of tpu_compat itself are skipped too,
     unless ``direct``: a hook wrapper passes the frame that called the legacy
-    API, and when that is tpu_compat's own code (the router building the v1
+    API, and when that is tpu_compat's own code (``strategy_by_era`` building the v1
     strategy, an adapter reading ``extended.steps_per_run``) the use is
     internal and does not warn. If the first remaining frame belongs to
     TensorFlow or Keras, the library called the legacy API itself (e.g.

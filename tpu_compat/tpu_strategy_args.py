@@ -4,8 +4,8 @@ In TF 1.15 the name was the v1 class ``(tpu_cluster_resolver, steps_per_run,
 device_assignment)``; in TF 2.0-2.3 the v2 class ``(tpu_cluster_resolver,
 device_assignment)``. The arguments alone often say which: ``steps_per_run=``,
 an integer second argument or a third positional argument exist only in the
-v1 signature. The run-time router (``runtime/router.py``, which adds its own
-graph-mode test) and the scanner (``migrate/analysis.py``, which sees source,
+v1 signature. The run-time picker (``runtime/strategy_by_era.py``, which adds its
+own graph-mode test) and the scanner (``migrate/analysis.py``, which sees source,
 not values) both ask this one function, so they cannot disagree.
 
 Imports nothing: the scanner must not load TensorFlow.

@@ -14,6 +14,10 @@ within a token, and the column counts characters after the last one.
 
 tests/test_migrate_fast_paths.py checks the result against PositionProvider
 for every node of the migrate corpus and of hand-written awkward sources.
+
+``CodegenState`` and ``Module._codegen`` are libcst's private API: where
+:mod:`~tpu_compat.migrate._libcst_fast` finds them missing or changed,
+PositionProvider itself answers.
 """
 
 import contextlib
@@ -21,7 +25,9 @@ import re
 from typing import Dict, Iterable, Tuple
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState  # the state every code generation uses
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from tpu_compat.migrate import _libcst_fast
 
 __all__ = ["start_positions"]
 
@@ -33,9 +39,12 @@ class _AllFound(Exception):
     """Every requested node's range is final: the rest of the code is not needed."""
 
 
-class _TokenIndexState(CodegenState):
+class _TokenIndexState(_libcst_fast.CodegenState or object):
     """Code generation that notes each node's range as token indexes, and
-    stops once the code of every node in ``wanted`` has been generated."""
+    stops once the code of every node in ``wanted`` has been generated.
+
+    (Based on ``object`` only where libcst has no ``CodegenState``; then
+    ``_libcst_fast.codegen_state()`` is False and this class is never built.)"""
 
     def __init__(self, module: cst.Module, wanted):
         super().__init__(default_indent=module.default_indent,
@@ -95,6 +104,9 @@ def start_positions(module: cst.Module,
     nodes = list(nodes)
     if not nodes:
         return {}
+    if not _libcst_fast.codegen_state():
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        return {node: positions[node].start for node in nodes}
     state = _TokenIndexState(module, nodes)
     try:
         module._codegen(state)  # pylint: disable=protected-access

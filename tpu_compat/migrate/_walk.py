@@ -17,6 +17,10 @@ order with ``node.visit`` over the migrate corpus and awkward sources.
 
 The attribute hooks (``on_visit_attribute``/``on_leave_attribute``) are not
 called; :func:`walk` refuses a visitor that overrides them.
+
+``_visit_and_replace_children`` is libcst's private API: where
+:mod:`~tpu_compat.migrate._libcst_fast` finds it missing or changed,
+:func:`walk` is ``node.visit`` itself.
 """
 
 import dataclasses
@@ -24,21 +28,9 @@ from typing import Dict, Tuple
 
 import libcst as cst
 
+from tpu_compat.migrate import _libcst_fast
+
 __all__ = ["walk"]
-
-
-class _FieldRecorder(cst.CSTVisitor):
-    """Notes the fields a node's ``_visit_and_replace_children`` visits."""
-
-    def __init__(self):
-        super().__init__()
-        self.fields = []
-
-    def on_visit(self, node):
-        return False
-
-    def on_visit_attribute(self, node, attribute):
-        self.fields.append(attribute)
 
 
 # Per node type: the fields holding children, in lexical order, and the fields
@@ -64,9 +56,7 @@ def _holds_children(value):
 
 
 def _record(node):
-    recorder = _FieldRecorder()
-    node._visit_and_replace_children(recorder)  # pylint: disable=protected-access
-    order = tuple(dict.fromkeys(recorder.fields))
+    order = _libcst_fast.record_fields(node)
     kind = type(node)
     _ORDER[kind] = order
     # Fields never visited on this node; a text or number (Name.value) never holds one.
@@ -101,6 +91,9 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     if (kind.on_visit_attribute is not cst.CSTVisitor.on_visit_attribute
             or kind.on_leave_attribute is not cst.CSTVisitor.on_leave_attribute):
         raise TypeError(f"{kind.__name__} uses the attribute hooks, which walk() does not call")
+    if not _libcst_fast.children_visit():
+        node.visit(visitor)  # the public API: same hooks, same order, slower
+        return
     _walk(node, visitor.on_visit, visitor.on_leave)
 
 

@@ -36,7 +36,7 @@ from libcst.metadata import (BuiltinScope, ClassScope, ExpressionContextProvider
                              ScopeProvider)
 
 from tpu_compat import tpu_strategy_args
-from tpu_compat.migrate import _positions, _rules, _walk, imports, sources
+from tpu_compat.migrate import _libcst_fast, _positions, _rules, _walk, imports, sources
 from tpu_compat.migrate._findings import HIGH, LOW, Finding, RunCall, Site
 
 __all__ = ["Analysis", "analyze", "dotted"]
@@ -724,7 +724,7 @@ class _Evaluator:
             self._positional_steps(candidate, callee.path, depends_on)
 
     def _positional_steps(self, candidate, path, callee_site):
-        """A positional ``steps_per_run`` (TPC007), by the router's own predicate."""
+        """A positional ``steps_per_run`` (TPC007), by the run-time picker's own predicate."""
         call = candidate.call
         if path not in _rules.STEPS_PER_RUN_CALLEES or any(a.star for a in call.args):
             return
@@ -782,9 +782,17 @@ def scopes_of(module):
     which then goes on through every node calling nothing else: two full passes
     over the tree that compute nothing. Here each provider's ``visit_Module``
     runs directly and the second gets the first's results, as the wrapper would
-    hand them over. tests/test_migrate_fast_paths.py checks that both providers
-    still have no other hook and that the scopes are the wrapper's.
+    hand them over. tests/test_migrate_fast_paths.py checks that the scopes are
+    the wrapper's; :mod:`~tpu_compat.migrate._libcst_fast` checks that both
+    providers still have no other hook and keep ``_computed``, and where not,
+    the wrapper itself answers.
     """
+    if not _libcst_fast.provider_results():
+        return MetadataWrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider)
+    return _scopes_by_hand(module)
+
+
+def _scopes_by_hand(module):
     contexts = ExpressionContextProvider()
     contexts.visit_Module(module)
     scopes = ScopeProvider()

@@ -37,7 +37,7 @@ def routes():
     from tensorflow.python.distribute.cluster_resolver.tpu import (
         tpu_cluster_resolver)
 
-    from tpu_compat.runtime import devices, resolver, router, strategy_v1, strategy_v2
+    from tpu_compat.runtime import devices, resolver, strategy_by_era, strategy_v1, strategy_v2
     from tpu_compat import lowlevel
     v1_tpu = tf.compat.v1.tpu
     # tf.compat.v1.tpu's names, initialize_system and shutdown_system among them.
@@ -45,7 +45,7 @@ def routes():
                  for name in lowlevel.ROUTED_NAMES]
     return low_level + [
         (tpu_strategy.TPUStrategyV1, strategy_v1.CompatTPUStrategyV1, None),
-        (tpu_strategy.TPUStrategy, router.TPUStrategy,
+        (tpu_strategy.TPUStrategy, strategy_by_era.TPUStrategy,
          strategy_v2.CompatExperimentalTPUStrategy),
         (tpu_strategy.TPUStrategyV2, strategy_v2.CompatTPUStrategy, None),
         (tpu_cluster_resolver.TPUClusterResolver, resolver.TPUClusterResolver, None),
@@ -71,8 +71,8 @@ def route_namespaces(changes):
     # TF 2.x; in 2.21 that path is a real package without the name.
     package = sys.modules.get("tensorflow.distribute.experimental")
     if package is not None:
-        from tpu_compat.runtime import router  # pylint: disable=import-outside-toplevel
-        changes.add(package, "TPUStrategy", router.TPUStrategy)
+        from tpu_compat.runtime import strategy_by_era  # pylint: disable=import-outside-toplevel
+        changes.add(package, "TPUStrategy", strategy_by_era.TPUStrategy)
 
 
 def route_estimator(changes):

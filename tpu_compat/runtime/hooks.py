@@ -17,8 +17,8 @@ so a record's hook and the code that warns cannot drift apart:
 
 One wrapper per target checks every hook on it, in table order. A wrapper
 warns (:func:`tpu_compat.deprecation.warn_direct_use`) only when the code that
-called the target is the user's: a call made by tpu_compat itself (the router
-building the TF 1.15 strategy), by TensorFlow (``run`` calling
+called the target is the user's: a call made by tpu_compat itself
+(``strategy_by_era`` building the TF 1.15 strategy), by TensorFlow (``run`` calling
 ``extended.call_for_each_replica``) or by Keras is internal and silent.
 Inside ``tf.function`` the warning is mapped back to the user's source line.
 

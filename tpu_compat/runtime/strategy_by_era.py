@@ -2,12 +2,12 @@
 
 In TF 1.15 the name meant the v1 class ``(tpu_cluster_resolver, steps_per_run,
 device_assignment)`` run in graph mode; in TF 2.0-2.3 the experimental v2
-class ``(tpu_cluster_resolver, device_assignment)``. The router picks the v1
+class ``(tpu_cluster_resolver, device_assignment)``. This module picks the v1
 adapter when the program runs in graph mode (eager execution disabled) or
 when the arguments say v1 (``tpu_compat.tpu_strategy_args``, the predicate the
 scanner uses too: ``steps_per_run=``, an int second argument, three positional
-arguments), and the v2 adapter otherwise. ``isinstance`` against the router
-accepts both.
+arguments), and the v2 adapter otherwise. ``isinstance`` against its
+``TPUStrategy`` accepts both.
 """
 
 import numbers
@@ -58,7 +58,7 @@ def legacy_arguments(cls, *args, **kwargs):
     return tuple(names)
 
 
-class _RouterMeta(type):
+class _ByEraMeta(type):
 
     def __call__(cls, *args, **kwargs):
         target = pick_class(args, kwargs)
@@ -80,7 +80,7 @@ class _RouterMeta(type):
                                      strategy_v2.CompatExperimentalTPUStrategy))
 
 
-class TPUStrategy(metaclass=_RouterMeta):
+class TPUStrategy(metaclass=_ByEraMeta):
     """TPU strategy, TF 1.15 meaning in graph mode or with ``steps_per_run``,
     TF 2.0-2.3 meaning otherwise (see module docstring)."""
 

@@ -1,0 +1,39 @@
+"""One planned change to one node of the shared libcst parse."""
+
+import dataclasses
+from typing import Callable, Optional
+
+import libcst as cst
+
+__all__ = ["Edit"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Edit:
+    """A change to ``node``, made by ``change(original, updated)`` when the
+    rewriter leaves it (``updated`` has its children's edits already).
+
+    An edit applies only to a node whose type is exactly ``node_type``, the
+    type its kind plans for: a finding whose node turns out to be another
+    (a bare ``Name`` where a dotted ``Attribute`` was expected) is then
+    "could not be located for rewriting" instead of being edited wrongly.
+
+    kind: the table's ``rewrite=`` kind that planned it (one vocabulary).
+    requires: another edit's node that must be edited too, or the rewrite of
+        the whole file is refused (never write half a rewrite).
+    also: an edit of another node that goes with this one (the Call around a
+        renamed method whose ``fn`` is wrapped); it is applied first when its
+        node is left, and does not count as this edit being located.
+    """
+    node: cst.CSTNode
+    node_type: type
+    change: Callable[[cst.CSTNode, cst.CSTNode], cst.CSTNode]
+    kind: str
+    requires: Optional[cst.CSTNode] = None
+    also: Optional["Edit"] = None
+
+    def apply_to(self, original, updated):
+        """``updated`` changed, or None when ``original`` is not a node this edit fits."""
+        if type(original) is not self.node_type:  # pylint: disable=unidiomatic-typecheck
+            return None
+        return self.change(original, updated)

@@ -1,0 +1,71 @@
+"""``replace_symbol``: the legacy dotted name -> ``<to>``, at a constructor call or
+in the ``from ... import`` that binds it."""
+
+import functools
+
+import libcst as cst
+
+from tpu_compat import legacy_api
+from tpu_compat.migrate import imports
+from tpu_compat.migrate.rewrites._edit import Edit
+
+__all__ = ["KIND", "plan"]
+
+KIND = legacy_api.REWRITE_REPLACE_SYMBOL
+
+# `tensorflow.distribute` is a real package directory in TF 2.x that does not
+# hold the API names, so `from tensorflow.distribute import TPUStrategy`
+# fails; the API module `tensorflow.compat.v2.distribute` always works.
+_IMPORTABLE_ROOT = "tensorflow.compat.v2"
+
+
+def plan(planner, finding, rewrite):
+    site = finding.site
+    target = imports.module_path(rewrite.to)
+    if site.kind == "import":
+        return _plan_import(planner, finding, target)
+    if site.call is None:
+        return "a reference, not a construction (isinstance checks and aliases need review)"
+    if planner.blocked(site.call):
+        return "other arguments of this call need a manual change first"
+    root = site.written.split(".", 1)[0]
+    visible = dict(site.visible)
+    if site.root_path:
+        # The name the code already used (even the conventional `tf`
+        # without an import) can spell the new path: no new name.
+        visible[root] = site.root_path
+    spelled = imports.spell(target, visible, prefer=(root,))
+    if spelled is None:
+        return f"cannot name {imports.table_name(target)} from this module's imports"
+    planner.edit(finding, Edit(site.node, cst.Attribute,
+                               functools.partial(_replace_chain, spelled), KIND))
+    return None
+
+
+def _plan_import(planner, finding, target):
+    site = finding.site
+    if not site.single_name:
+        return "the import brings in other names too; split it by hand"
+    for use, call in site.uses:
+        if use != "call":
+            return "the imported class is used other than as a constructor call"
+        if planner.blocked(call):
+            return "a call of the imported class needs a manual change first"
+    variants = [p for p in imports.equivalent_paths(target)
+                if p.startswith(_IMPORTABLE_ROOT + ".")]
+    if not variants or site.resolved.rsplit(".", 1)[-1] != variants[0].rsplit(".", 1)[-1]:
+        return "cannot rewrite this import"
+    module = variants[0].rsplit(".", 1)[0]
+    planner.edit(finding, Edit(site.import_statement, cst.ImportFrom,
+                               functools.partial(_import_from, module), KIND))
+    return None
+
+
+def _replace_chain(dotted, original, updated):
+    del original
+    return cst.parse_expression(dotted).with_changes(lpar=updated.lpar, rpar=updated.rpar)
+
+
+def _import_from(module, original, updated):
+    del original
+    return updated.with_changes(module=cst.parse_expression(module), relative=())
