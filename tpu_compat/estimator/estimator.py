@@ -18,6 +18,7 @@ import copy
 import logging
 import os
 import tempfile
+import weakref
 
 import tensorflow as tf
 from tensorflow.python.ops import control_flow_util
@@ -95,9 +96,28 @@ def estimator_graph():
     control_flow_util.ENABLE_CONTROL_FLOW_V2 = False
     try:
         with tf.Graph().as_default() as graph:
+            _PROGRAM_CONTROL_FLOW_V2[graph] = saved
             yield graph
     finally:
         control_flow_util.ENABLE_CONTROL_FLOW_V2 = saved
+
+
+# graph -> whether the program had control flow v2 on when the graph was made.
+_PROGRAM_CONTROL_FLOW_V2 = weakref.WeakKeyDictionary()
+
+
+def program_control_flow_v2(graph=None):
+    """Whether the program building ``graph`` runs with control flow v2.
+
+    TF's own estimator decided era behaviour by this flag (a TF 2.x program
+    has it on, a TF 1.x or ``disable_v2_behavior()`` program off), so
+    tpu_compat does too. Estimator graphs are built with it off (see
+    :func:`estimator_graph`); this is the program's value, from before.
+    """
+    graph = graph or tf.compat.v1.get_default_graph()
+    if graph in _PROGRAM_CONTROL_FLOW_V2:
+        return _PROGRAM_CONTROL_FLOW_V2[graph]
+    return control_flow_util.ENABLE_CONTROL_FLOW_V2
 
 
 def _default_session_config():
