@@ -20,6 +20,7 @@ from tensorflow.python.training import evaluation as tf_evaluation
 from tpu_compat.estimator import _inputs
 from tpu_compat.estimator._spec import ModeKeys
 from tpu_compat.estimator.estimator import Estimator
+from tpu_compat.estimator.tpu import _quiet
 from tpu_compat.estimator.tpu import config as config_lib
 from tpu_compat.estimator.tpu import context as context_lib
 from tpu_compat.estimator.tpu import programs
@@ -301,12 +302,14 @@ class TPUEstimator(Estimator):
             raise ValueError("internal: the TPU program needs the input_fn")
 
         def on_replica(replica_features, replica_labels, replica_mode):
-            return self._call_user_model_fn(ctx, replica_features, replica_labels,
-                                            replica_mode, config)
+            with _quiet.quiet_replica():
+                return self._call_user_model_fn(ctx, replica_features, replica_labels,
+                                                replica_mode, config)
 
-        return programs.build_program(self._program_settings, self._strategy(),
-                                      on_replica, features.input_fn, mode,
-                                      self._run_steps)
+        with _quiet.first_replica_speaks():
+            return programs.build_program(self._program_settings, self._strategy(),
+                                          on_replica, features.input_fn, mode,
+                                          self._run_steps)
 
     def _call_user_model_fn(self, ctx, features, labels, mode, config):
         """Calls the user's model_fn with TF 1.15's params for ``ctx``."""
