@@ -231,3 +231,46 @@ def test_tf2_program_on_the_cpu_trains_on_the_whole_batch(tmp_path):
     for index, value in enumerate(weights):
         assert numbers[f"w{index}"] == pytest.approx(value, rel=1e-5, abs=1e-6)
     assert numbers["b"] == pytest.approx(bias[0], rel=1e-5, abs=1e-6)
+
+
+# -- why model_fn is not traced once (docs/estimator.md) ---------------------------------
+
+def _trace_model_fn_once_per_strategy(create_variables_first):
+    """Builds a two-replica step whose model_fn is a tf.function traced once."""
+    from tensorflow.python.ops import control_flow_util
+    saved = control_flow_util.ENABLE_CONTROL_FLOW_V2
+    control_flow_util.ENABLE_CONTROL_FLOW_V2 = False  # as Estimator graphs are built
+    try:
+        with tf.Graph().as_default():
+            strategy = tf.compat.v1.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+
+            def model_fn(features):
+                weight = tf.compat.v1.get_variable(
+                    "w", [2, 1], initializer=tf.compat.v1.zeros_initializer())
+                loss = tf.reduce_mean(tf.matmul(features, weight))
+                return tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+
+            traced = tf.function(model_fn)
+            with strategy.scope():
+                if create_variables_first:
+                    tf.compat.v1.get_variable(
+                        "w", [2, 1], initializer=tf.compat.v1.zeros_initializer())
+                    tf.compat.v1.get_variable_scope().reuse_variables()
+                def per_replica(features):
+                    # Each replica calls the one traced function (as a TPU
+                    # replicated its one trace).
+                    return traced(features)
+
+                strategy.extended.call_for_each_replica(per_replica, args=(tf.ones([4, 2]),))
+    finally:
+        control_flow_util.ENABLE_CONTROL_FLOW_V2 = saved
+
+
+def test_a_model_fn_traced_once_cannot_create_its_variables():
+    with pytest.raises(Exception, match="Unable to lift tensor"):
+        _trace_model_fn_once_per_strategy(create_variables_first=False)
+
+
+def test_a_model_fn_traced_once_cannot_sum_its_gradients():
+    with pytest.raises(RuntimeError, match="merge_call` called while defining a new graph"):
+        _trace_model_fn_once_per_strategy(create_variables_first=True)
