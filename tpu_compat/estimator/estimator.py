@@ -18,6 +18,7 @@ import copy
 import logging
 import os
 import tempfile
+import weakref
 
 import tensorflow as tf
 from tensorflow.python.ops import control_flow_util
@@ -95,9 +96,28 @@ def estimator_graph():
     control_flow_util.ENABLE_CONTROL_FLOW_V2 = False
     try:
         with tf.Graph().as_default() as graph:
+            _PROGRAM_CONTROL_FLOW_V2[graph] = saved
             yield graph
     finally:
         control_flow_util.ENABLE_CONTROL_FLOW_V2 = saved
+
+
+# graph -> whether the program had control flow v2 on when the graph was made.
+_PROGRAM_CONTROL_FLOW_V2 = weakref.WeakKeyDictionary()
+
+
+def program_control_flow_v2(graph=None):
+    """Whether the program building ``graph`` runs with control flow v2.
+
+    TF's own estimator decided era behaviour by this flag (a TF 2.x program
+    has it on, a TF 1.x or ``disable_v2_behavior()`` program off), so
+    tpu_compat does too. Estimator graphs are built with it off (see
+    :func:`estimator_graph`); this is the program's value, from before.
+    """
+    graph = graph or tf.compat.v1.get_default_graph()
+    if graph in _PROGRAM_CONTROL_FLOW_V2:
+        return _PROGRAM_CONTROL_FLOW_V2[graph]
+    return control_flow_util.ENABLE_CONTROL_FLOW_V2
 
 
 def _default_session_config():
@@ -364,7 +384,8 @@ class Estimator:
                 config=self._session_config)
         output_dir = os.path.join(self._model_dir,
                                   "eval" if not name else f"eval_{name}")
-        _write_summaries(output_dir, results, results[tf.compat.v1.GraphKeys.GLOBAL_STEP])
+        _write_summaries(output_dir, results, results[tf.compat.v1.GraphKeys.GLOBAL_STEP],
+                         checkpoint_path)
         return results
 
     # -- predict --------------------------------------------------------------------
@@ -505,19 +526,44 @@ def _batch_length(values):
     return next(iter(lengths.values()))
 
 
-def _write_summaries(output_dir, results, global_step):
-    """Scalar metrics as a TensorBoard event, as TF 1.15's evaluate wrote them."""
-    with tf.Graph().as_default():
-        summary = tf.compat.v1.Summary()
-        for key, value in results.items():
-            if key == tf.compat.v1.GraphKeys.GLOBAL_STEP:
-                continue
-            try:
-                summary.value.add(tag=key, simple_value=float(value))
-            except (TypeError, ValueError):
-                continue
+def _dict_to_str(dictionary):
+    """``key = value, ...`` sorted by key, as TF 1.15's estimator logged a dict."""
+    # '%s' (str), not an f-string: format() of a NumPy float32 prints its
+    # float64 expansion (0.919775128364563), str() the float32 (0.9197751).
+    return ", ".join("%s = %s" % (key, value) for key, value in sorted(dictionary.items())
+                     if not isinstance(value, bytes))
+
+
+def _write_summaries(output_dir, results, global_step, checkpoint_path=None):
+    """Logs the metrics and writes them as TensorBoard events, as TF 1.15's evaluate.
+
+    tensorflow/estimator r1.15, tensorflow_estimator/python/estimator/
+    estimator.py (``_write_dict_to_summary``, ``_write_checkpoint_path_to_summary``):
+    "Saving dict for global step N: k = v, ..." at INFO, one scalar per
+    metric at the evaluated checkpoint's global step in ``output_dir``
+    (``model_dir/eval`` or ``eval_<name>``), then the checkpoint path as a
+    string summary, "Saving 'checkpoint_path' summary for global step N: ...".
+    """
+    global_step = int(global_step)
+    _log.info("Saving dict for global step %d: %s", global_step, _dict_to_str(results))
+    summary = tf.compat.v1.Summary()
+    for key, value in results.items():
+        if key == tf.compat.v1.GraphKeys.GLOBAL_STEP or value is None:
+            continue
+        try:
+            summary.value.add(tag=key, simple_value=float(value))
+        except (TypeError, ValueError):
+            continue
+    with tf.Graph().as_default():  # FileWriter refuses eager mode (TF 2 programs)
         writer = tf.compat.v1.summary.FileWriterCache.get(output_dir)
-        writer.add_summary(summary, int(global_step))
+        writer.add_summary(summary, global_step)
+        if checkpoint_path:
+            _log.info("Saving '%s' summary for global step %d: %s", "checkpoint_path",
+                      global_step, checkpoint_path)
+            path_summary = tf.compat.v1.Summary()
+            path_summary.value.add(tag="checkpoint_path", tensor=tf.make_tensor_proto(
+                checkpoint_path, dtype=tf.string))
+            writer.add_summary(path_summary, global_step)
         writer.flush()
 
 

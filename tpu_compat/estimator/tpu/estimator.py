@@ -20,6 +20,7 @@ from tensorflow.python.training import evaluation as tf_evaluation
 from tpu_compat.estimator import _inputs
 from tpu_compat.estimator._spec import ModeKeys
 from tpu_compat.estimator.estimator import Estimator
+from tpu_compat.estimator.tpu import _quiet
 from tpu_compat.estimator.tpu import config as config_lib
 from tpu_compat.estimator.tpu import context as context_lib
 from tpu_compat.estimator.tpu import programs
@@ -30,7 +31,17 @@ from tpu_compat.runtime import hooks as _table_hooks
 __all__ = ["TPUEstimator"]
 
 _log = logging.getLogger("tensorflow")
-_RESERVED_PARAMS = ("batch_size", "use_tpu", "context")
+# TF 1.13-1.15 and tensorflow_estimator 2.x reserved these two only
+# (tensorflow/estimator, branches r1.14/r1.15/r2.x,
+# tensorflow_estimator/python/estimator/tpu/tpu_estimator.py:
+# _RESERVED_PARAMS_KEYS = [_BATCH_SIZE_KEY, _CTX_KEY]); 'use_tpu' was left out
+# on purpose ("there are already models that make use of this key") and
+# overwritten before model_fn ran (_add_item_to_params). TF 1.12 and earlier
+# (tensorflow/tensorflow r1.12, tensorflow/contrib/tpu/python/tpu/
+# tpu_estimator.py) reserved only 'batch_size'; 'context' stays reserved here,
+# as the era of tf.compat.v1.estimator.tpu did, since nothing tells a TF 1.12
+# program from a TF 1.13 one.
+_RESERVED_PARAMS = ("batch_size", "context")
 
 
 def _check_batch_size(name, value, required):
@@ -61,10 +72,11 @@ class TPUEstimator(Estimator):
         if config is None or not isinstance(config, config_lib.RunConfig):
             raise ValueError("TPUEstimator: config must be a tf.estimator.tpu.RunConfig "
                              f"(with a TPUConfig), given: {type(config).__name__}")
-        if params is not None and any(key in params for key in _RESERVED_PARAMS):
-            raise ValueError(f"TPUEstimator: params must not contain the reserved keys "
-                             f"{list(_RESERVED_PARAMS)} (TPUEstimator sets them), given: "
-                             f"{sorted(params)}")
+        reserved = [key for key in _RESERVED_PARAMS if params is not None and key in params]
+        if reserved:
+            raise ValueError(f"TPUEstimator: params must not contain {reserved}: "
+                             f"{list(_RESERVED_PARAMS)} are reserved keys (TPUEstimator "
+                             f"sets them), given: {sorted(params)}")
         if embedding_config_spec is not None:
             raise ValueError("TPUEstimator: embedding_config_spec (TPU embeddings) is "
                              "not supported by tpu_compat")
@@ -109,6 +121,40 @@ class TPUEstimator(Estimator):
         # The base class validates the model_fn it is given; ours is called
         # through _call_model_fn below, which knows the TPU context.
         raise AssertionError("internal: TPUEstimator calls model_fn itself")
+
+    # -- the sessions' config ----------------------------------------------------
+    @property
+    def _session_config(self):
+        """The program's session config, seeing every emulated core.
+
+        The Estimator runs its sessions with RunConfig.session_config (or
+        ConfigProto(allow_soft_placement=True)). A graph Session made with an
+        explicit ConfigProto has one CPU device unless device_count says more,
+        so replica k's ops (placed on CPU:k) either fell back to CPU:0 (soft
+        placement: 8 "cores" ran as one device) or failed to place. TF 1.15's
+        TPUEstimator saw the TPU's cores in any config; here the emulator's
+        device layout is merged in, as the strategy's update_config_proto
+        does for TPUStrategy programs.
+        """
+        config = self._program_session_config
+        from tpu_compat.runtime import backend as backend_lib  # pylint: disable=import-outside-toplevel
+        from tpu_compat.runtime import pod as pod_lib  # pylint: disable=import-outside-toplevel
+        chosen = backend_lib.get_backend()
+        if not chosen.emulated or pod_lib.current_pod() is not None:
+            # A pod's devices live in its workers' servers, whose own config
+            # holds the layout; a real TPU needs nothing from the config.
+            return config
+        kind = chosen.kind.upper()
+        if config.device_count.get(kind, 0) >= len(chosen.devices):
+            return config
+        merged = tf.compat.v1.ConfigProto()
+        merged.CopyFrom(config)
+        merged.device_count[kind] = len(chosen.devices)
+        return merged
+
+    @_session_config.setter
+    def _session_config(self, config):
+        self._program_session_config = config
 
     # -- the TPU --------------------------------------------------------------------
     def _num_replicas(self):
@@ -256,12 +302,14 @@ class TPUEstimator(Estimator):
             raise ValueError("internal: the TPU program needs the input_fn")
 
         def on_replica(replica_features, replica_labels, replica_mode):
-            return self._call_user_model_fn(ctx, replica_features, replica_labels,
-                                            replica_mode, config)
+            with _quiet.quiet_replica():
+                return self._call_user_model_fn(ctx, replica_features, replica_labels,
+                                                replica_mode, config)
 
-        return programs.build_program(self._program_settings, self._strategy(),
-                                      on_replica, features.input_fn, mode,
-                                      self._run_steps)
+        with _quiet.first_replica_speaks():
+            return programs.build_program(self._program_settings, self._strategy(),
+                                          on_replica, features.input_fn, mode,
+                                          self._run_steps)
 
     def _call_user_model_fn(self, ctx, features, labels, mode, config):
         """Calls the user's model_fn with TF 1.15's params for ``ctx``."""

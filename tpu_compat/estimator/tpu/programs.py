@@ -188,9 +188,12 @@ def _build_train(settings, ctx, strategy, wrapper, pipeline, run_steps, iteratio
         return tf.no_op()
 
     sums_before = replica_lib.cross_replica_sums()
-    loop = _run_loop(strategy, step_fn, pipeline, iterations,
-                     {"loss": [tf.constant(0.0)] * replicas})
-    replica_lib.check_cross_shard_optimizer(sums_before)
+    with replica_lib.own_gradients(strategy):
+        loop = _run_loop(strategy, step_fn, pipeline, iterations,
+                         {"loss": [tf.constant(0.0)] * replicas})
+    run_op = loop.run_op
+    if replica_lib.check_cross_shard_optimizer(sums_before, replicas):
+        run_op = replica_lib.keep_replica_zero(run_op)
     replica_lib.drop_replica_summaries(summaries_before)
     loss = replica_lib.local_results(strategy, loop.last_step_outputs["loss"])[0]
     spec = captured.spec
@@ -200,7 +203,7 @@ def _build_train(settings, ctx, strategy, wrapper, pipeline, run_steps, iteratio
         _log.warning("EstimatorSpec.scaffold is ignored by TPU training; use "
                      "TPUEstimatorSpec(scaffold_fn=...)")
     global_step = tf.compat.v1.train.get_global_step()
-    with tf.control_dependencies([loop.run_op]):
+    with tf.control_dependencies([run_op]):
         loss = tf.identity(loss, name="loss")
         step_after = tf.identity(global_step.read_value())
     num_steps, last_step = run_steps
@@ -224,7 +227,7 @@ def _build_train(settings, ctx, strategy, wrapper, pipeline, run_steps, iteratio
             output_dir=settings.summary_dir, steps_per_run=per_loop))
     hooks += list(spec.training_hooks)
     return EstimatorSpec(mode=ModeKeys.TRAIN, loss=loss,
-                         train_op=tf.group(loop.run_op, name="tpu_train_loop"),
+                         train_op=tf.group(run_op, name="tpu_train_loop"),
                          training_hooks=hooks, scaffold=scaffold)
 
 

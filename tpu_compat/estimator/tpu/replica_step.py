@@ -10,14 +10,16 @@ import logging
 
 import tensorflow as tf
 from tensorflow.python.distribute import distribute_utils
+from tensorflow.python.distribute import reduce_util
+from tensorflow.python.distribute import values as values_lib
 
 from tpu_compat.lowlevel import cross_replica, replication
 from tpu_compat.estimator._spec import EstimatorSpec, ModeKeys
 from tpu_compat.estimator.tpu.spec import TPUEstimatorSpec
 
 __all__ = ["Captured", "check_cross_shard_optimizer", "check_spec", "cross_replica_sums",
-           "drop_replica_summaries", "local_results", "replica_scope", "replicate",
-           "unpack"]
+           "drop_replica_summaries", "keep_replica_zero", "local_results",
+           "own_gradients", "replica_scope", "replicate", "unpack"]
 
 _log = logging.getLogger("tensorflow")
 
@@ -48,21 +50,102 @@ def cross_replica_sums():
     return cross_replica.sums_built()
 
 
-def check_cross_shard_optimizer(before):
-    """TF 1.15 refused TPU training whose gradients were not summed across shards.
+def check_cross_shard_optimizer(before, num_replicas):
+    """Whether training summed no gradients across replicas, as each era answered.
 
-    Without ``CrossShardOptimizer`` each replica would apply only its own
-    gradient (on a TPU, the replicas' variables would drift apart); the
-    emulated TPU would instead sum the replicas' gradients without the
-    ``1 / shards`` scaling. Both are wrong numbers; TF 1.15 raised this error.
+    TF 1.15 refused such training: ``_validate_tpu_training_graph`` raised
+    "CrossShardOptimizer must be used for model training on TPUs" unless
+    control flow v2 was on (tensorflow/estimator r1.15,
+    tensorflow_estimator/python/estimator/tpu/tpu_estimator.py: ``if
+    control_flow_util.ENABLE_CONTROL_FLOW_V2: return  # b/124241278``). A TF
+    2.x program has control flow v2 on, so tensorflow_estimator 2.x (same
+    file, r2.0-r2.15) skipped the check and trained: the TPU then applied
+    each core's own gradient to that core's copy of the variables (see
+    :func:`own_gradients` and :func:`keep_replica_zero`). The era is the
+    program's control flow v2 flag, as TF's own code decided it.
+
+    Returns True when the replicas trained on their own gradients (the caller
+    then keeps replica 0's variables after each loop), False when the
+    gradients were summed. Raises the TF 1.15 error for a TF 1.x program.
     """
+    from tpu_compat.estimator.estimator import program_control_flow_v2  # pylint: disable=import-outside-toplevel
     from tpu_compat.runtime import backend as backend_lib  # pylint: disable=import-outside-toplevel
-    if backend_lib.get_backend().emulated and cross_replica_sums() == before:
+    if not backend_lib.get_backend().emulated or cross_replica_sums() != before:
+        return False
+    if not program_control_flow_v2():
         raise ValueError(
             "CrossShardOptimizer must be used for model training on TPUs (as TF 1.15 "
             "required): in model_fn, wrap the optimizer with "
             "tf.compat.v1.tpu.CrossShardOptimizer(optimizer) when params['use_tpu'] "
             "is True, or sum the gradients with tf.compat.v1.tpu.cross_replica_sum")
+    if num_replicas <= 1:
+        return False  # one replica: its gradient is the whole batch's
+    _log.warning(
+        "TPUEstimator: model_fn trains without CrossShardOptimizer. As "
+        "tensorflow_estimator 2.x did for a TF 2 program (control flow v2), this "
+        "runs, with the numbers a TPU gave: each of the %d replicas applies only "
+        "the gradient of its own 1/%d of the batch to its own copy of the "
+        "variables, and after each loop of iterations_per_loop steps replica 0's "
+        "copy is kept (the TPU wrote back replica 0's variables). The model learns "
+        "from replica 0's share of each batch only; wrap the optimizer with "
+        "tf.compat.v1.tpu.CrossShardOptimizer to train on the whole batch.",
+        num_replicas, num_replicas)
+    return True
+
+
+@contextlib.contextmanager
+def own_gradients(strategy):
+    """Gradient sums the optimizer asks of the strategy give each replica its own.
+
+    A TPU program had no strategy: a ``tf.compat.v1.train.Optimizer`` applied
+    the gradient it was given, on each core, to that core's copy of the
+    variables; only ``CrossShardOptimizer`` / ``cross_replica_sum`` summed
+    across cores. On the emulated TPU the optimizer runs under a
+    MirroredStrategy, whose ``_distributed_apply`` sums the replicas'
+    gradients (``batch_reduce_to(SUM)``) before updating every copy. While
+    the training step is built, that sum is the identity: each copy gets its
+    own replica's gradient, as each TPU core did. ``CrossShardOptimizer``
+    does not go through it (it sums with the emulated cross-replica sum).
+    """
+    extended = strategy.extended
+    original = extended.batch_reduce_to
+
+    def batch_reduce_to(reduce_op, value_destination_pairs, options=None):
+        if reduce_util.ReduceOp(reduce_op) == reduce_util.ReduceOp.SUM:
+            return [value for value, _ in value_destination_pairs]
+        return original(reduce_op, value_destination_pairs, options)
+
+    extended.batch_reduce_to = batch_reduce_to
+    try:
+        yield
+    finally:
+        del extended.batch_reduce_to
+
+
+def keep_replica_zero(after):
+    """After ``after`` (a loop), every copy of each variable takes replica 0's value.
+
+    The TPU read each variable into every core before a loop and wrote back
+    the first replica's value after it (tensorflow/tensorflow,
+    tensorflow/core/tpu/graph_rewrite/distributed_tpu_rewrite_pass.cc,
+    BuildExecuteNodes: "Feed the updated variable values from the first
+    replica to the variable write nodes", ``if (replica == 0)``). Copies that
+    trained on their own gradients (:func:`own_gradients`) meet here.
+    """
+    copies = []
+    with tf.control_dependencies([after]):
+        for variable in tf.compat.v1.global_variables():
+            if not isinstance(variable, values_lib.DistributedVariable):
+                continue
+            components = list(variable.values)
+            if len(components) < 2:
+                continue
+            with tf.device(components[0].device):
+                value = components[0].read_value()
+            for other in components[1:]:
+                with tf.device(other.device):
+                    copies.append(other.assign(value, read_value=False))
+    return tf.group(after, *copies, name="keep_replica_0_variables")
 
 
 class Captured:
