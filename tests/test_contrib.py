@@ -15,7 +15,7 @@ import tpu_compat.contrib as contrib_lib
 from tpu_compat.contrib import _hparams, _layers
 from tpu_compat.runtime import resolver, strategy_v1, tpu_lowlevel
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.requires_tf, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 
 @pytest.fixture

@@ -18,9 +18,13 @@ import sys
 import threading
 import time
 
+import pytest
+
 from conftest import REPO_ROOT, SCENARIOS, assert_one_error_line, process_gone, run_cli, \
     subprocess_env
 from test_pytest_plugin import PLUGIN_ARGS
+
+pytestmark = pytest.mark.requires_tf
 
 LONG_TRAINING = os.path.join(SCENARIOS, "pod_long_training.py")
 # Generous: two extra TensorFlow imports on a loaded 2-core machine.

@@ -19,7 +19,6 @@ import textwrap
 import time
 import xml.etree.ElementTree as ElementTree
 
-import numpy as np
 import pytest
 
 from tpu_compat import _config, cli
@@ -83,6 +82,7 @@ def test_bad_result_lines_are_errors(line, message):
 
 
 def test_sidecar_patterns_ignore_and_files(tmp_path):
+    np = pytest.importorskip("numpy")  # comes with TensorFlow, not with tpu_compat
     script = write(tmp_path / "train.py", "")
     write(tmp_path / "train.regress.toml", """\
         args = ["--fast"]
@@ -137,6 +137,7 @@ def test_bad_sidecars_name_the_file(tmp_path, toml, message):
 
 
 def test_files_must_exist_and_be_fresh(tmp_path):
+    np = pytest.importorskip("numpy")  # comes with TensorFlow, not with tpu_compat
     spec = sidecar.FileSpec("w", "w.npy", "npy")
     with pytest.raises(CaptureError, match="files.w: w.npy does not exist after the run"):
         artifacts.read_file(ReportedNumbers(), spec, str(tmp_path), started_at=0.0)
@@ -150,6 +151,7 @@ def test_files_must_exist_and_be_fresh(tmp_path):
                             str(tmp_path), started_at=0.0)
 
 
+@pytest.mark.requires_tf
 def test_checkpoint_variables(tmp_path, tpu8):
     del tpu8  # TensorFlow in this process needs the suite's device layout first
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
@@ -590,6 +592,7 @@ def test_checked_in_golden_files_are_8_replicas_seed_0():
         assert recorded.numbers["replicas"] == 8
 
 
+@pytest.mark.requires_tf
 def test_examples_pass_their_golden_files():
     result = run_cli("regress", "examples", "--check", "--golden", "examples/golden")
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
@@ -602,6 +605,7 @@ def test_examples_pass_their_golden_files():
     assert "PASSED   examples/tf23_bfloat16_host_input_loop.py (12 numbers" in result.stdout
 
 
+@pytest.mark.requires_tf
 def test_changed_learning_rate_fails_with_a_readable_diff(tmp_path):
     source = open(os.path.join(EXAMPLES, "tf2_custom_training_loop.py")).read()
     assert source.count("learning_rate=0.5") == 1
@@ -618,7 +622,9 @@ def test_changed_learning_rate_fails_with_a_readable_diff(tmp_path):
     assert table[1].split()[:2] == ["epoch_0_mean_loss", "0.586548"]
 
 
+@pytest.mark.requires_tf
 def test_seed_hook_seeds_python_numpy_and_tensorflow(tmp_path):
+    import numpy as np  # pylint: disable=import-outside-toplevel
     script = write(tmp_path / "rng.py", """\
         import random
         import numpy as np

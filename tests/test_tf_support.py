@@ -151,6 +151,7 @@ def test_versions_outside_the_proven_range_warn_once(monkeypatch):
         tf_support.warn_if_unproven(f"{high}.0")   # proven: silent
 
 
+@pytest.mark.requires_tf
 def test_install_warns_on_an_unproven_tensorflow(tpu8, monkeypatch):
     from tpu_compat import routing  # pylint: disable=import-outside-toplevel
     del tpu8

@@ -20,7 +20,7 @@ from tpu_compat import TPUCompatDeprecationWarning
 from tpu_compat.runtime import backend as backend_lib
 from tpu_compat.runtime import tpu_lowlevel
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.requires_tf, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 REL = 1e-5
 
