@@ -10,6 +10,7 @@ and the pytest marker's ``hosts=`` end to end. The time bounds asserted are the 
 
 import json
 import os
+import queue
 import re
 import signal
 import socket
@@ -59,7 +60,11 @@ def _worker_pid(chief_pid, task):
 
 
 class _Chief:
-    """``tpu-compat run --hosts 2 --replicas 4 pod_long_training.py`` in the background."""
+    """``tpu-compat run --hosts 2 --replicas 4 pod_long_training.py`` in the background.
+
+    Every wait is for something the program reports (a line, a file), each
+    bounded, and a reader thread takes its output, so no read can block a test.
+    """
 
     def __init__(self, *script_args, env=None):
         self.process = subprocess.Popen(
@@ -68,23 +73,48 @@ class _Chief:
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env=subprocess_env(**(env or {})), cwd=REPO_ROOT)
         self.lines = []
+        self._stdout = queue.Queue()  # its lines, then None at the end of the stream
         self._stderr = []
-        threading.Thread(target=lambda: self._stderr.append(self.process.stderr.read()),
-                         daemon=True).start()
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        self._stderr_reader = threading.Thread(
+            target=lambda: self._stderr.append(self.process.stderr.read()), daemon=True)
+        self._stderr_reader.start()
+
+    def _read_stdout(self):
+        for line in self.process.stdout:
+            self._stdout.put(line)
+        self._stdout.put(None)
+
+    def _fail(self, what):
+        self.process.kill()
+        raise AssertionError(f"{what}; stdout: {''.join(self.lines)[-2000:]}"
+                             f"\nstderr: {self.stderr()[-3000:]}")
 
     def wait_for(self, prefix, timeout=START_TIMEOUT):
         """Reads stdout up to a line starting with ``prefix``."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = self.process.stdout.readline()
-            if not line:
+        while (remaining := deadline - time.monotonic()) > 0:
+            try:
+                line = self._stdout.get(timeout=remaining)
+            except queue.Empty:
                 break
+            if line is None:
+                self._fail(f"no {prefix!r} line before the program ended")
             self.lines.append(line)
             if line.startswith(prefix):
                 return line
-        self.process.kill()
-        raise AssertionError(f"no {prefix!r} line; stdout: {''.join(self.lines)[-2000:]}"
-                             f"\nstderr: {self.stderr()[-3000:]}")
+        self._fail(f"no {prefix!r} line within {timeout} s")
+
+    def wait_for_file(self, path, timeout=START_TIMEOUT):
+        """Waits until the program has written ``path`` (while it still runs)."""
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(path):
+            if self.process.poll() is not None:
+                self._fail(f"the program ended (exit code {self.process.returncode}) "
+                           f"without writing {path}")
+            if time.monotonic() > deadline:
+                self._fail(f"the program did not write {path} within {timeout} s")
+            time.sleep(0.05)
 
     def finish(self, timeout=60):
         """Waits for the exit; returns (exit code, seconds waited)."""
@@ -93,15 +123,33 @@ class _Chief:
             self.process.wait(timeout=timeout)
         finally:
             self.process.kill()
-        self.lines.extend(self.process.stdout.readlines())
-        return self.process.returncode, time.monotonic() - start
+        seconds = time.monotonic() - start
+        while True:  # the rest of stdout; the reader ends with the process's pipe
+            try:
+                line = self._stdout.get(timeout=30)
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            self.lines.append(line)
+        return self.process.returncode, seconds
 
     def stderr(self):
-        for _ in range(50):
-            if self._stderr:
-                return self._stderr[0]
-            time.sleep(0.1)
-        return ""
+        self._stderr_reader.join(timeout=5)
+        return self._stderr[0] if self._stderr else ""
+
+
+def _first_line(process, timeout=START_TIMEOUT):
+    """The first line ``process`` prints, read with a bound."""
+    lines = []
+    reader = threading.Thread(target=lambda: lines.append(process.stdout.readline()),
+                              daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not lines:
+        process.kill()
+        raise AssertionError(f"pid {process.pid} printed no line within {timeout} s")
+    return lines[0]
 
 
 def _held_port():
@@ -192,13 +240,17 @@ def test_worker_killed_mid_run_is_named_within_bound_and_nothing_is_left():
     assert seconds < 30, seconds
 
 
-def test_ctrl_c_inside_a_long_step_ends_the_run_bounded_with_130():
+def test_ctrl_c_inside_a_long_step_ends_the_run_bounded_with_130(tmp_path):
     # Each call trains for 60 s: Python's KeyboardInterrupt cannot get in
     # until the call returns, so tpu_compat stops the pod after its grace.
-    chief = _Chief("300", "60")
+    inside = str(tmp_path / "inside_the_call")
+    chief = _Chief("300", "60", inside)
     chief.wait_for("calling: 1")
     workers = _worker_pids(chief.process.pid)
-    time.sleep(2.0)  # inside the first call (tracing, then training)
+    # Not a guessed delay: the first call traces in Python (where Ctrl-C gets
+    # in at once) for as long as the machine needs; the file is written from
+    # inside TensorFlow's execution of the call, which then runs for 60 s.
+    chief.wait_for_file(inside)
     chief.process.send_signal(signal.SIGINT)
     code, seconds = chief.finish()
     stderr = chief.stderr()
@@ -262,7 +314,7 @@ def test_tf_config_two_machine_recipe_on_loopback(tmp_path):
         for index in range(2)]
     try:
         for index, worker in enumerate(workers):
-            assert worker.stdout.readline().startswith(
+            assert _first_line(worker).startswith(
                 f"tpu-compat worker {index} ready on {addresses[index]} (2 CPU cores)")
         chief_env = {"TF_CONFIG": _tf_config(addresses, "chief", 0)}
         result = run_cli("run", LONG_TRAINING, "1", env=chief_env, cwd=str(tmp_path))
