@@ -30,6 +30,16 @@ pytestmark = pytest.mark.requires_tf
 LONG_TRAINING = os.path.join(SCENARIOS, "pod_long_training.py")
 # Generous: two extra TensorFlow imports on a loaded 2-core machine.
 START_TIMEOUT = 240
+# How soon after the fault (the kill, the Ctrl-C) the run must end. docs/pods.md
+# documents 1-10.5 s on an idle machine; a 2-core machine running two suites side
+# by side (load 15) took 33 s to end after Ctrl-C. The programs below run for
+# 300 s or more unless stopped, so this bound still tells a bounded end from
+# the program's own.
+FAULT_BOUND = 90
+# Runs that import TensorFlow and then give up after a short pod timeout: a
+# bound against hanging, not a measurement (a loaded machine took 121 s for
+# the chief's TF import + 2 s); the message names the timeout that was used.
+HANG_GUARD = 300
 
 
 def _worker_pids(chief_pid):
@@ -116,7 +126,7 @@ class _Chief:
                 self._fail(f"the program did not write {path} within {timeout} s")
             time.sleep(0.05)
 
-    def finish(self, timeout=60):
+    def finish(self, timeout=2 * FAULT_BOUND):
         """Waits for the exit; returns (exit code, seconds waited)."""
         start = time.monotonic()
         try:
@@ -177,7 +187,7 @@ def test_worker_that_never_comes_up_is_named_and_stopped(tmp_path):
     pids = _pids_in(message)
     assert len(pids) == 2 and all(process_gone(pid, within=5) for pid in pids)
     assert "replicas:" not in result.stdout  # the program never ran
-    assert elapsed < 120, elapsed  # the chief's TF import + the timeout
+    assert elapsed < HANG_GUARD, elapsed  # the chief's TF import + the timeout
 
 
 def test_taken_port_is_named_with_its_variable(tmp_path):
@@ -219,7 +229,7 @@ def test_picked_port_taken_meanwhile_is_picked_again(monkeypatch):
 
 
 def test_worker_killed_mid_run_is_named_within_bound_and_nothing_is_left():
-    chief = _Chief("120", "0.5")
+    chief = _Chief("300", "0.5")
     chief.wait_for("step: 2")
     workers = _worker_pids(chief.process.pid)
     victim = _worker_pid(chief.process.pid, 1)
@@ -237,19 +247,19 @@ def test_worker_killed_mid_run_is_named_within_bound_and_nothing_is_left():
     assert "finished: 1" not in "".join(chief.lines)
     assert len(workers) == 2 and all(process_gone(pid) for pid in workers)
     # Documented: ~1 s when the step fails at once; at most ~10.5 s (grace).
-    assert seconds < 30, seconds
+    assert seconds < FAULT_BOUND, seconds
 
 
 def test_ctrl_c_inside_a_long_step_ends_the_run_bounded_with_130(tmp_path):
-    # Each call trains for 60 s: Python's KeyboardInterrupt cannot get in
+    # Each call trains for 300 s: Python's KeyboardInterrupt cannot get in
     # until the call returns, so tpu_compat stops the pod after its grace.
     inside = str(tmp_path / "inside_the_call")
-    chief = _Chief("300", "60", inside)
+    chief = _Chief("600", "300", inside)
     chief.wait_for("calling: 1")
     workers = _worker_pids(chief.process.pid)
     # Not a guessed delay: the first call traces in Python (where Ctrl-C gets
     # in at once) for as long as the machine needs; the file is written from
-    # inside TensorFlow's execution of the call, which then runs for 60 s.
+    # inside TensorFlow's execution of the call, which then runs for 300 s.
     chief.wait_for_file(inside)
     chief.process.send_signal(signal.SIGINT)
     code, seconds = chief.finish()
@@ -260,7 +270,7 @@ def test_ctrl_c_inside_a_long_step_ends_the_run_bounded_with_130(tmp_path):
     assert "step: 1" not in "".join(chief.lines)
     assert len(workers) == 2 and all(process_gone(pid) for pid in workers)
     # Documented: 5 s grace + about a second.
-    assert seconds < 30, seconds
+    assert seconds < FAULT_BOUND, seconds
 
 
 def test_killed_chief_leaves_no_worker_behind():
@@ -269,8 +279,9 @@ def test_killed_chief_leaves_no_worker_behind():
     workers = _worker_pids(chief.process.pid)
     chief.process.kill()
     chief.finish()
-    # Their stdin (a pipe from the chief) closes: each worker exits at once.
-    assert len(workers) == 2 and all(process_gone(pid, within=5) for pid in workers)
+    # Their stdin (a pipe from the chief) closes: each worker exits at once
+    # (documented: within 1 s; a loaded machine needs longer to end a process).
+    assert len(workers) == 2 and all(process_gone(pid, within=30) for pid in workers)
 
 
 pytest_plugins = ["pytester"]
@@ -332,7 +343,7 @@ def test_tf_config_two_machine_recipe_on_loopback(tmp_path):
         assert_one_error_line(
             result, f"emulated pod: worker 1 ({addresses[1]}) is not reachable")
         assert "TPU_COMPAT_POD_TIMEOUT=2 s" in result.stderr and "tpu-compat worker" in result.stderr
-        assert elapsed < 120, elapsed  # the chief's TF import + the timeout
+        assert elapsed < HANG_GUARD, elapsed  # the chief's TF import + the timeout
         # The remaining worker serves on: a real machine's worker outlives a chief.
         assert workers[0].poll() is None
     finally:
