@@ -72,7 +72,7 @@ def pytest_pycollect_makemodule(module_path, parent):
     return _ModuleNeedingTF.from_parent(parent, path=module_path)
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(items):
     if TF_INSTALLED:
         return
     skip = pytest.mark.skip(reason=NO_TF_REASON)
