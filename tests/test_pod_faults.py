@@ -30,6 +30,10 @@ pytestmark = pytest.mark.requires_tf
 LONG_TRAINING = os.path.join(SCENARIOS, "pod_long_training.py")
 # Generous: two extra TensorFlow imports on a loaded 2-core machine.
 START_TIMEOUT = 240
+# How long a pod program may take to report a line or file: the chief and its
+# two workers import TensorFlow, then the first call traces (a load-15 2-core
+# machine took more than 240 s to print `step: 2`). Only a failing run waits it out.
+REPORT_TIMEOUT = 600
 # How soon after the fault (the kill, the Ctrl-C) the run must end. docs/pods.md
 # documents 1-10.5 s on an idle machine; a 2-core machine running two suites side
 # by side (load 15) took 33 s to end after Ctrl-C. The programs below run for
@@ -100,7 +104,7 @@ class _Chief:
         raise AssertionError(f"{what}; stdout: {''.join(self.lines)[-2000:]}"
                              f"\nstderr: {self.stderr()[-3000:]}")
 
-    def wait_for(self, prefix, timeout=START_TIMEOUT):
+    def wait_for(self, prefix, timeout=REPORT_TIMEOUT):
         """Reads stdout up to a line starting with ``prefix``."""
         deadline = time.monotonic() + timeout
         while (remaining := deadline - time.monotonic()) > 0:
@@ -115,7 +119,7 @@ class _Chief:
                 return line
         self._fail(f"no {prefix!r} line within {timeout} s")
 
-    def wait_for_file(self, path, timeout=START_TIMEOUT):
+    def wait_for_file(self, path, timeout=REPORT_TIMEOUT):
         """Waits until the program has written ``path`` (while it still runs)."""
         deadline = time.monotonic() + timeout
         while not os.path.exists(path):
