@@ -8,12 +8,15 @@ The emulated TPU's device layout is fixed once per process, so:
   command line run a script in a subprocess (``run_cli`` / ``run_scenario``).
 """
 
+import ast
 import os
 import subprocess
 import sys
 import time
 
 import pytest
+
+from tpu_compat import tf_support
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCENARIOS = os.path.join(REPO_ROOT, "tests", "scenarios")
@@ -25,6 +28,57 @@ os.environ.setdefault("TPU_COMPAT_NUM_REPLICAS", "8")
 for _var in ("TPU_NAME", "KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_CONFIG",
              "TPU_COMPAT_BACKEND", "TPU_COMPAT_WARNINGS"):
     os.environ.pop(_var, None)
+
+
+# -- requires_tf: the TF-free lane ------------------------------------------------
+#
+# `scan`, `upgrade` and `import tpu_compat` need no TensorFlow, and CI proves it
+# by running this suite in a venv made with `pip install -e '.[test]'` alone.
+# Tests that run TensorFlow (in process, or through `tpu-compat run` and the
+# other commands that check for it) carry the `requires_tf` marker; without
+# TensorFlow they are skipped with this reason instead of failing. find_spec
+# looks TensorFlow up without importing it, so collection stays TF-free.
+TF_INSTALLED = tf_support.tensorflow_importable()
+NO_TF_REASON = ("requires_tf: TensorFlow is not installed in this environment "
+                "(pip install -e '.[tensorflow,keras2,test]' runs these tests too)")
+
+
+def _module_requires_tf(path):
+    """Whether the module's own ``pytestmark = ...`` names ``requires_tf``.
+
+    Read from the source, not by importing it: such a module usually imports
+    TensorFlow (or NumPy, which comes with it) at its top.
+    """
+    tree = ast.parse(path.read_bytes(), filename=str(path))
+    for node in tree.body:
+        if (isinstance(node, ast.Assign)
+                and any(isinstance(target, ast.Name) and target.id == "pytestmark"
+                        for target in node.targets)):
+            return any(isinstance(part, ast.Attribute) and part.attr == "requires_tf"
+                       for part in ast.walk(node.value))
+    return False
+
+
+class _ModuleNeedingTF(pytest.Module):
+    """A test module marked ``requires_tf`` as a whole, where TF is missing: one skip."""
+
+    def collect(self):
+        raise pytest.skip.Exception(NO_TF_REASON, allow_module_level=True)
+
+
+def pytest_pycollect_makemodule(module_path, parent):
+    if TF_INSTALLED or not _module_requires_tf(module_path):
+        return None  # pytest's own Module
+    return _ModuleNeedingTF.from_parent(parent, path=module_path)
+
+
+def pytest_collection_modifyitems(items):
+    if TF_INSTALLED:
+        return
+    skip = pytest.mark.skip(reason=NO_TF_REASON)
+    for item in items:
+        if item.get_closest_marker("requires_tf") is not None:
+            item.add_marker(skip)
 
 
 def subprocess_env(**overrides):

@@ -9,6 +9,8 @@ import pytest
 
 from conftest import SCENARIOS, assert_one_error_line, run_cli, subprocess_env
 
+pytestmark = pytest.mark.requires_tf
+
 
 def _probe(*args, env=None):
     result = run_cli("run", f"{SCENARIOS}/backend_probe.py", *args, env=env)

@@ -23,8 +23,10 @@ def test_usage_errors_in_process(argv, message, capsys):
 
 
 @pytest.mark.parametrize("argv,env,message", [
-    (["run", "missing_script.py"], {},
-     "tpu-compat run: error: cannot run 'missing_script.py': no such file"),
+    # `run` looks for TensorFlow before it looks for the script or module.
+    pytest.param(["run", "missing_script.py"], {},
+                 "tpu-compat run: error: cannot run 'missing_script.py': no such file",
+                 marks=pytest.mark.requires_tf),
     (["run", "--replicas", "0", "x.py"], {},
      "tpu-compat: error: --replicas='0' is not valid; expected a positive integer"),
     (["run", "x.py"], {"TPU_COMPAT_NUM_REPLICAS": "many"},
@@ -36,8 +38,9 @@ def test_usage_errors_in_process(argv, message, capsys):
     (["run", "--strict", "yes", "x.py"], {},
      "tpu-compat run: error: argument --strict: invalid choice: 'yes' (choose from "
      "'auto', 'on', 'off')"),
-    (["run", "-m", "no_such_module_xyz"], {},
-     "tpu-compat run: error: cannot run module 'no_such_module_xyz': no module of that name"),
+    pytest.param(["run", "-m", "no_such_module_xyz"], {},
+                 "tpu-compat run: error: cannot run module 'no_such_module_xyz': no module of "
+                 "that name", marks=pytest.mark.requires_tf),
 ])
 def test_usage_errors_exit_2_one_line(argv, env, message, tmp_path):
     result = run_cli(*argv, env=env, cwd=str(tmp_path))
@@ -55,6 +58,7 @@ def test_backend_variable_error_from_run(tmp_path):
                                      "valid; allowed values: auto, tpu, gpu, cpu")
 
 
+@pytest.mark.requires_tf
 def test_matrix_json_lists_every_record_with_installed_presence():
     from tpu_compat import legacy_api
     data = json.loads(check_ok(run_cli("matrix", "--format", "json")).stdout)
@@ -65,6 +69,7 @@ def test_matrix_json_lists_every_record_with_installed_presence():
     assert by_rule["TPC001"]["autofix"] is True
 
 
+@pytest.mark.requires_tf
 def test_doctor_reports_backend_keras_and_versions():
     result = run_cli("doctor", env={"TPU_COMPAT_NUM_REPLICAS": "2", "TF_USE_LEGACY_KERAS": None})
     assert result.returncode == 0, result.stdout + result.stderr
@@ -74,6 +79,7 @@ def test_doctor_reports_backend_keras_and_versions():
     assert "tensorflow" in out and "cloud-tpu-client" in out
 
 
+@pytest.mark.requires_tf
 def test_doctor_reports_misconfiguration():
     result = run_cli("doctor", env={"TPU_COMPAT_BACKEND": "tpu"})
     assert result.returncode == 1

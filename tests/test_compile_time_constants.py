@@ -17,7 +17,7 @@ from tpu_compat.runtime import fidelity
 SPEC = tf.TensorSpec([4, 4], tf.float32)
 # In process, after the session's 8-core layout: a module-level eager value
 # would initialize TensorFlow's devices at collection time, with one CPU.
-pytestmark = pytest.mark.usefixtures("tpu8")
+pytestmark = [pytest.mark.requires_tf, pytest.mark.usefixtures("tpu8")]
 _captured = []
 
 

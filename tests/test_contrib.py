@@ -5,16 +5,20 @@ import importlib
 import os
 import warnings
 
-import numpy as np
 import pytest
-import tensorflow as tf
 
 import tpu_compat
 from tpu_compat import TPUCompatDeprecationWarning, legacy_api
 import tpu_compat.contrib as contrib_lib
-from tpu_compat.contrib import _hparams, _layers
-from tpu_compat import lowlevel
-from tpu_compat.runtime import resolver, strategy_v1
+from tpu_compat.contrib import _hparams
+from conftest import TF_INSTALLED
+
+if TF_INSTALLED:  # HParams and the rule range are tested without TensorFlow too
+    import numpy as np
+    import tensorflow as tf
+    from tpu_compat.contrib import _layers
+    from tpu_compat import lowlevel
+    from tpu_compat.runtime import resolver, strategy_v1
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -28,6 +32,7 @@ def installed(tpu8):
     tpu_compat.uninstall()
 
 
+@pytest.mark.requires_tf
 def test_contrib_names_resolve_and_warn_with_their_record(installed):
     import tensorflow.compat.v1 as tf1
     expected = {
@@ -47,6 +52,7 @@ def test_contrib_names_resolve_and_warn_with_their_record(installed):
         assert f"tf.contrib.{module}.{name}" in record.api
 
 
+@pytest.mark.requires_tf
 def test_import_spellings_of_the_era(installed):
     from tensorflow.contrib import tpu as contrib_tpu
     from tensorflow.contrib import distribute as contrib_distribute
@@ -63,6 +69,7 @@ def test_import_spellings_of_the_era(installed):
     assert tensorflow.constant is tf.constant  # the rest of tensorflow is untouched
 
 
+@pytest.mark.requires_tf
 def test_anything_else_gets_one_clear_error(installed):
     import tensorflow.compat.v1 as tf1
     with pytest.raises(AttributeError, match=r"tf\.contrib\.slim is not provided"):
@@ -75,6 +82,7 @@ def test_anything_else_gets_one_clear_error(installed):
         import tensorflow.contrib.tpu.python.tpu  # noqa: F401
 
 
+@pytest.mark.requires_tf
 def test_libraries_and_tf2_namespace_are_unaffected(installed):
     assert not hasattr(tf, "contrib")  # libraries tell TF 1 from TF 2 by it
     with pytest.raises(ModuleNotFoundError):
@@ -85,6 +93,7 @@ def test_libraries_and_tf2_namespace_are_unaffected(installed):
         builtins.__import__("tensorflow.contrib", library_globals, None, ("tpu",), 0)
 
 
+@pytest.mark.requires_tf
 def test_uninstall_removes_contrib(tpu8):
     del tpu8
     import tensorflow.compat.v1 as tf1
@@ -96,6 +105,7 @@ def test_uninstall_removes_contrib(tpu8):
     assert builtins.__import__ is original_import
 
 
+@pytest.mark.requires_tf
 def test_layer_norm_restores_a_tf1_checkpoint(tpu8, tmp_path):
     """Pretrained BERT/ALBERT checkpoints name the variables LayerNorm/beta, /gamma."""
     del tpu8
@@ -127,6 +137,7 @@ def test_layer_norm_restores_a_tf1_checkpoint(tpu8, tmp_path):
     np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.requires_tf
 def test_layer_norm_names_bad_arguments(tpu8):
     del tpu8
     with tf.Graph().as_default():
@@ -134,6 +145,7 @@ def test_layer_norm_names_bad_arguments(tpu8):
             _layers.layer_norm(tf.ones([2, 3]), begin_norm_axis=5)
 
 
+@pytest.mark.requires_tf
 def test_xavier_initializer_is_glorot_uniform_for_the_same_seed(tpu8):
     del tpu8
     with tf.Graph().as_default(), tf.compat.v1.Session() as session:
@@ -181,6 +193,7 @@ def _contrib_names():
 CONTRIB_NAMES = _contrib_names()
 
 
+@pytest.mark.requires_tf
 @pytest.mark.parametrize("module,name,rule", CONTRIB_NAMES,
                          ids=[rule for _, _, rule in CONTRIB_NAMES])
 def test_every_contrib_name_warns_with_its_record(installed, module, name, rule):
@@ -203,6 +216,7 @@ def test_contrib_covers_its_rule_range():
     assert served == sorted((module, name) for module, name, _ in CONTRIB_NAMES)
 
 
+@pytest.mark.requires_tf
 @pytest.mark.parametrize("rule,call", [
     ("TPC040", lambda: lowlevel.replicate(lambda: tf.constant(1.0))),
     ("TPC041", lambda: lowlevel.rewrite(lambda: tf.constant(1.0))),

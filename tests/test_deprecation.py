@@ -196,6 +196,7 @@ def _warning_lines(stderr):
     return [line for line in stderr.splitlines() if "TPUCompatDeprecationWarning" in line]
 
 
+@pytest.mark.requires_tf
 def test_once_policy_warns_once_per_call_site_at_user_line(legacy_script):
     result = run_cli("run", "--replicas", "2", legacy_script)
     assert result.returncode == 0, result.stderr
@@ -209,12 +210,14 @@ def test_once_policy_warns_once_per_call_site_at_user_line(legacy_script):
         "strategy.experimental_run_v2(lambda: tf.constant(1.0))       # line 7"]
 
 
+@pytest.mark.requires_tf
 def test_always_policy_warns_every_call(legacy_script):
     result = run_cli("run", "--replicas", "2", "--warnings", "always", legacy_script)
     assert result.returncode == 0, result.stderr
     assert len(_warning_lines(result.stderr)) == 4
 
 
+@pytest.mark.requires_tf
 def test_error_policy_fails_the_run_at_first_legacy_use(legacy_script):
     result = run_cli("run", "--replicas", "2", legacy_script,
                      env={"TPU_COMPAT_WARNINGS": "error"})
@@ -224,6 +227,7 @@ def test_error_policy_fails_the_run_at_first_legacy_use(legacy_script):
     assert f'File "{legacy_script}", line 6' in result.stderr
 
 
+@pytest.mark.requires_tf
 def test_python_W_option_with_our_category_fails_legacy_use(legacy_script):
     # -W resolves the category by importing tpu_compat at interpreter start:
     # that import must be cheap and must not override the user's filter.
@@ -236,6 +240,7 @@ def test_python_W_option_with_our_category_fails_legacy_use(legacy_script):
     assert "finished" not in result.stdout
 
 
+@pytest.mark.requires_tf
 def test_warning_inside_tf_function_points_at_the_users_source(tmp_path):
     script = tmp_path / "traced.py"
     script.write_text(textwrap.dedent("""

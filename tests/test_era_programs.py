@@ -16,6 +16,8 @@ import pytest
 import tpu_compat
 from conftest import check_ok, parse_numbers, run_scenario
 
+pytestmark = pytest.mark.requires_tf
+
 RTOL = 1e-5
 # The emulated TPU reduces in float32 exactly like one device, but the
 # bfloat16 matmuls of each replica see a slice of the batch: their rounding

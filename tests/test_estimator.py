@@ -34,6 +34,7 @@ def runs():
     return results
 
 
+@pytest.mark.requires_tf
 @pytest.mark.parametrize("replicas", REPLICAS)
 def test_tpu_runs_equal_the_single_device_reference(runs, replicas):
     reference, numbers = runs["cpu"], runs[replicas]
@@ -44,6 +45,7 @@ def test_tpu_runs_equal_the_single_device_reference(runs, replicas):
         assert numbers[key] == pytest.approx(reference[key], rel=1e-5, abs=1e-5), key
 
 
+@pytest.mark.requires_tf
 def test_what_the_parity_program_checks_within_a_run(runs):
     for numbers in (runs["cpu"], runs[8]):
         # global_step ends exactly at max_steps, whatever iterations_per_loop
@@ -64,6 +66,7 @@ def test_what_the_parity_program_checks_within_a_run(runs):
         runs["cpu"]["eval_on_cpu_replica0_loss"], rel=1e-5)
 
 
+@pytest.mark.requires_tf
 @pytest.mark.parametrize("key,argument", [
     ("error_batch", "train_batch_size=20 is not divisible by the number of TPU replicas (8)"),
     ("error_estimator_spec", "needs a tf.estimator.tpu.TPUEstimatorSpec"),
@@ -91,6 +94,7 @@ def _config(estimator_lib, model_dir, mode, iterations_per_loop=1):
         iterations_per_loop=iterations_per_loop, per_host_input_for_training=mode))
 
 
+@pytest.mark.requires_tf
 @pytest.mark.parametrize("mode,calls,input_batch,model_batch", [
     (False, 8, 2, 2),                       # PER_SHARD_V1: once per core
     (True, 1, 16, 2),                       # PER_HOST_V1: the host's whole batch
@@ -142,6 +146,7 @@ def test_input_fn_calls_and_batch_sizes_per_input_pipeline_mode(
     assert estimator.get_variable_value("global_step") == 2
 
 
+@pytest.mark.requires_tf
 def test_sliced_evaluation_gives_each_replica_its_slice(estimator_lib, tmp_path):
     import numpy as np  # pylint: disable=import-outside-toplevel
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
@@ -168,6 +173,7 @@ def test_sliced_evaluation_gives_each_replica_its_slice(estimator_lib, tmp_path)
     assert set(seen) == {(2, 2)}  # 16 examples, sliced over 8 replicas
 
 
+@pytest.mark.requires_tf
 def test_per_core_input_refuses_datasets_as_tf115_did(estimator_lib, tmp_path):
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     tpu = estimator_lib.tpu
@@ -180,6 +186,7 @@ def test_per_core_input_refuses_datasets_as_tf115_did(estimator_lib, tmp_path):
             estimator.train(lambda params: tf.data.Dataset.range(8).batch(1), max_steps=1)
 
 
+@pytest.mark.requires_tf
 @pytest.mark.parametrize("build,message", [
     (lambda t: t.TPUConfig(iterations_per_loop=0), "iterations_per_loop must be a positive int"),
     (lambda t: t.TPUConfig(iterations_per_loop="60s"), "iterations_per_loop='60s'"),
@@ -204,6 +211,7 @@ def test_configuration_errors_name_the_argument(estimator_lib, build, message):
             build(estimator_lib.tpu)
 
 
+@pytest.mark.requires_tf
 def test_batch_size_rules_match_tf115(estimator_lib):
     tpu = estimator_lib.tpu
     from tpu_compat.estimator.tpu import context  # pylint: disable=import-outside-toplevel
@@ -223,6 +231,7 @@ def test_batch_size_rules_match_tf115(estimator_lib):
         assert ctx.is_running_on_cpu()
 
 
+@pytest.mark.requires_tf
 def test_canned_estimators_and_cluster_training_are_one_clear_error(
         estimator_lib, monkeypatch):
     with pytest.raises(estimator_lib.UnsupportedEstimatorAPIError,
@@ -236,6 +245,7 @@ def test_canned_estimators_and_cluster_training_are_one_clear_error(
             estimator_lib.train_and_evaluate(None, None, None)
 
 
+@pytest.mark.requires_tf
 def test_install_routes_tf_estimator_and_uninstall_restores(tpu8):
     del tpu8
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
@@ -251,6 +261,7 @@ def test_install_routes_tf_estimator_and_uninstall_restores(tpu8):
     assert "tensorflow.compat.v1.estimator" not in sys.modules
 
 
+@pytest.mark.requires_tf
 def test_legacy_names_warn_at_the_users_line(estimator_lib):
     with pytest.warns(Warning) as caught:
         estimator_lib.tpu.TPUConfig(iterations_per_loop=10)
@@ -295,6 +306,7 @@ class _StandInStrategy:
         return fn(*args)
 
 
+@pytest.mark.requires_tf
 @pytest.mark.parametrize("emulated,method", [(False, "run"), (True, "call_for_each_replica")])
 def test_a_real_tpu_replicates_through_strategy_run(estimator_lib, emulated, method):
     del estimator_lib
@@ -305,6 +317,7 @@ def test_a_real_tpu_replicates_through_strategy_run(estimator_lib, emulated, met
     assert [name for name, _ in strategy.calls] == [method]
 
 
+@pytest.mark.requires_tf
 def test_a_real_tpu_session_initializes_the_tpu_system(estimator_lib, monkeypatch):
     del estimator_lib
     from tpu_compat.estimator.tpu import session_hooks  # pylint: disable=import-outside-toplevel
@@ -336,6 +349,7 @@ def test_the_programs_read_the_settings_the_estimator_was_built_with(estimator_l
         settings.iterations_per_loop = 4
 
 
+@pytest.mark.requires_tf
 def test_model_fn_estimator_trains_evaluates_predicts_exports_and_warm_starts(
         estimator_lib, tmp_path):
     """tf.estimator.Estimator from a TF 2 (eager) program: its own graphs, hooks, export."""

@@ -15,6 +15,8 @@ import pytest
 
 from conftest import check_ok, parse_numbers, process_gone, run_scenario
 
+pytestmark = pytest.mark.requires_tf
+
 SCENARIO = "estimator_pod.py"
 # Where the runs legitimately differ: how input_fn was called, the pod
 # itself, and checkpoint steps (the TPU checks the cadence once per loop).

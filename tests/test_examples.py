@@ -7,6 +7,8 @@ import pytest
 
 from conftest import EXAMPLES, check_ok, parse_numbers, run_cli
 
+pytestmark = pytest.mark.requires_tf
+
 
 @pytest.fixture(scope="module")
 def tf1_runs():

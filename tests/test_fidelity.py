@@ -94,11 +94,13 @@ def _assert_passes_with_the_same_result(runs, case):
     assert runs["tpu"][case][0] == runs["cpu"][case][0]
 
 
+@pytest.mark.requires_tf
 @pytest.mark.parametrize("case", sorted(FAILING))
 def test_runs_on_cpu_fails_under_tpu_naming_op_and_line(runs, case):
     _assert_fails_only_under_tpu(runs, case, FAILING[case], "fidelity_checks.py")
 
 
+@pytest.mark.requires_tf
 @pytest.mark.parametrize("case, argument", [
     ("fill_from_data", "dims"), ("range_from_data", "limit"), ("reshape_from_data", "shape")])
 def test_unbounded_shape_names_the_input_and_the_fix(runs, case, argument):
@@ -108,21 +110,25 @@ def test_unbounded_shape_names_the_input_and_the_fix(runs, case, argument):
     assert text.count("a TPU cannot compile op") == 1, text  # the cause alone, not its users
 
 
+@pytest.mark.requires_tf
 @pytest.mark.parametrize("case", PASSING)
 def test_legitimate_steps_pass_under_tpu_with_the_same_result(runs, case):
     _assert_passes_with_the_same_result(runs, case)
 
 
+@pytest.mark.requires_tf
 @pytest.mark.parametrize("case", sorted(FAILING_TF2))
 def test_tf2_steps_run_on_cpu_fail_under_tpu_naming_op_and_line(runs_tf2, case):
     _assert_fails_only_under_tpu(runs_tf2, case, FAILING_TF2[case], "fidelity_checks_tf2.py")
 
 
+@pytest.mark.requires_tf
 @pytest.mark.parametrize("case", PASSING_TF2)
 def test_tf2_legitimate_steps_pass_under_tpu_with_the_same_result(runs_tf2, case):
     _assert_passes_with_the_same_result(runs_tf2, case)
 
 
+@pytest.mark.requires_tf
 def test_tpu_replicate_parity_passes_under_tpu_fidelity():
     result = check_ok(run_scenario("lowlevel_parity.py", 2, tf1=True, env={
         settings.FIDELITY_VAR: "tpu", "TPU_COMPAT_WARNINGS": "ignore"}))

@@ -18,6 +18,8 @@ import pytest
 import tpu_compat
 from conftest import check_ok, run_scenario
 
+pytestmark = pytest.mark.requires_tf
+
 RTOL = 1e-5
 STEPS_PER_EPOCH, EPOCHS, STEPS_PER_RUN = 10, 2, 4
 # 10 steps in host calls of at most 4: TF 1.15 ran 4, 4, then the remainder 2.

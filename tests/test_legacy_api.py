@@ -31,6 +31,7 @@ def test_get_unknown_rule_lists_known_ones():
         legacy_api.get("TPC999")
 
 
+@pytest.mark.requires_tf
 def test_present_in_installed_tf(tpu8):
     del tpu8
     presence = {r.rule: legacy_api.present_in_installed(r) for r in legacy_api.RECORDS}
@@ -43,6 +44,7 @@ def test_present_in_installed_tf(tpu8):
     assert presence["TPC002"] is None
 
 
+@pytest.mark.requires_tf
 def test_present_in_installed_ignores_methods_tpu_compat_added(tpu8):
     del tpu8
     import tpu_compat
@@ -50,6 +52,7 @@ def test_present_in_installed_ignores_methods_tpu_compat_added(tpu8):
         assert legacy_api.present_in_installed(legacy_api.get("TPC001")) is False
 
 
+@pytest.mark.requires_tf
 def test_compatibility_doc_is_current():
     result = check_ok(run_cli("matrix", "--format", "markdown"))
     with open(os.path.join(REPO_ROOT, "docs", "compatibility.md"), encoding="utf-8") as f:
@@ -103,6 +106,7 @@ def test_experimental_initialize_and_finalize_are_tf_1_13_apis():
         assert "is a TF 1.13 API (removed in TF 1.14)" in record.warning_message()
 
 
+@pytest.mark.requires_tf
 def test_matrix_says_not_probed_where_no_probe_ran():
     from tpu_compat.commands import matrix
     rows = {line.split(" | ")[0].strip("| "): line

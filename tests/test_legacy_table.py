@@ -19,6 +19,8 @@ from tpu_compat import legacy_api
 from tpu_compat.runtime import hooks
 from conftest import check_ok, run_cli, run_scenario
 
+pytestmark = pytest.mark.requires_tf
+
 
 @pytest.fixture(scope="module")
 def snippets():

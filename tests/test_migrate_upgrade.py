@@ -652,6 +652,7 @@ def _run(script, tmp_path, *flags):
                           capture_output=True, text=True, env=env, timeout=900,
                           cwd=str(tmp_path))
 
+@pytest.mark.requires_tf
 @pytest.mark.slow
 @pytest.mark.parametrize("path", [p for p in EXAMPLES + SEED_SCRIPTS if _fully_autofixable(p)],
                          ids=os.path.basename)

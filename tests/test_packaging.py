@@ -89,6 +89,26 @@ def test_readme_commands_and_ci_agree():
         assert commands[1] in f.read().splitlines()
 
 
+def test_ci_runs_the_tf_free_and_python_3_12_lanes():
+    """docs/install.md's account of .ci/run; the lanes themselves run in CI."""
+    with open(os.path.join(REPO_ROOT, ".ci", "run"), encoding="utf-8") as f:
+        script = f.read()
+    # TF-free: the base install and the test tools only, and the marker's complement.
+    assert "pip install -q -e '.[test]'" in script
+    assert '-m "not requires_tf and not slow"' in script
+    # Python 3.12: the pyenv interpreter, the README's extras, python_requires obeyed.
+    assert "/root/.pyenv/versions/3.12.1/bin/python" in script
+    assert "pip install -q -e '.[tensorflow,keras2,test]'" in script
+    assert "--ignore-requires-python" not in script
+    lane = script[script.index("lane_python312() {"):]
+    lane = lane[:lane.index("\n}\n")]
+    for name in ("test_examples.py", "test_era_programs.py", "test_seed_examples.py"):
+        assert f"tests/{name}" in lane
+        assert os.path.exists(os.path.join(REPO_ROOT, "tests", name))
+    # No tests collected is a failure, not a pass.
+    assert '"$code" -eq 5' in script
+
+
 @pytest.mark.slow
 def test_install_next_to_tensorflow_cpu_plans_no_second_tensorflow():
     # About 25 s: a venv, a stand-in wheel, and two pip dry runs.

@@ -7,6 +7,8 @@ import pytest
 
 from conftest import check_ok, run_scenario
 
+pytestmark = pytest.mark.requires_tf
+
 
 def _result(run):
     line = next(l for l in check_ok(run).stdout.splitlines() if l.startswith("RESULT "))

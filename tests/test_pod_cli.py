@@ -105,18 +105,23 @@ def _tf_config(kind, index, workers=("localhost:1", "localhost:2")):
     return json.dumps({"cluster": {"worker": list(workers)}, "task": {"type": kind, "index": index}})
 
 
+def _needs_tf(*values):
+    # `tpu-compat worker` looks for TensorFlow before it reads its cluster.
+    return pytest.param(*values, marks=pytest.mark.requires_tf)
+
+
 @pytest.mark.parametrize("args,env,code,message", [
-    ((), {"TF_CONFIG": None}, 2, "give --cluster and --task, or set TF_CONFIG"),
-    (("--cluster", "localhost:5,localhost:6", "--task", "2"), {}, 2,
-     "--task=2 is not valid; allowed values: 0 to 1 (the cluster has 2 workers)"),
-    (("--cluster", "localhost:5", "--task", "0", "--cores", "0"), {}, 2,
-     "--cores=0 is not valid; expected a positive integer"),
-    (("--cluster", "machine-a", "--task", "0"), {}, 2,
-     "worker 0's address 'machine-a' is not valid; expected host:port"),
-    ((), {"TF_CONFIG": "{"}, 2, "TF_CONFIG is not valid (JSONDecodeError"),
-    ((), {"TF_CONFIG": _tf_config("chief", 0)}, 2,
-     "TF_CONFIG's task type is 'chief'; a worker's is 'worker'"),
-    ((), {"TF_CONFIG": _tf_config("worker", 5)}, 2, "--task=5 is not valid"),
+    _needs_tf((), {"TF_CONFIG": None}, 2, "give --cluster and --task, or set TF_CONFIG"),
+    _needs_tf(("--cluster", "localhost:5,localhost:6", "--task", "2"), {}, 2,
+              "--task=2 is not valid; allowed values: 0 to 1 (the cluster has 2 workers)"),
+    _needs_tf(("--cluster", "localhost:5", "--task", "0", "--cores", "0"), {}, 2,
+              "--cores=0 is not valid; expected a positive integer"),
+    _needs_tf(("--cluster", "machine-a", "--task", "0"), {}, 2,
+              "worker 0's address 'machine-a' is not valid; expected host:port"),
+    _needs_tf((), {"TF_CONFIG": "{"}, 2, "TF_CONFIG is not valid (JSONDecodeError"),
+    _needs_tf((), {"TF_CONFIG": _tf_config("chief", 0)}, 2,
+              "TF_CONFIG's task type is 'chief'; a worker's is 'worker'"),
+    _needs_tf((), {"TF_CONFIG": _tf_config("worker", 5)}, 2, "--task=5 is not valid"),
     (("--device", "tpu"), {}, 2, "argument --device: invalid choice: 'tpu'"),
 ])
 def test_worker_usage_errors_are_one_line(args, env, code, message):
@@ -126,6 +131,7 @@ def test_worker_usage_errors_are_one_line(args, env, code, message):
     assert len(lines) == 1 and "error: " in lines[0] and message in lines[0], result.stderr
 
 
+@pytest.mark.requires_tf
 def test_worker_on_a_taken_port_fails_before_importing_tensorflow():
     with socket.socket() as holder:
         holder.bind(("localhost", 0))

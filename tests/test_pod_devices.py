@@ -1,6 +1,10 @@
 """Device names of a pod program land on the emulated pod's hosts."""
 
+import pytest
+
 from conftest import check_ok, run_scenario
+
+pytestmark = pytest.mark.requires_tf
 
 
 def test_host_and_core_names_map_onto_the_pod_workers():

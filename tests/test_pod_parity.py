@@ -16,6 +16,8 @@ import pytest
 
 from conftest import check_ok, parse_numbers, process_gone, run_scenario
 
+pytestmark = pytest.mark.requires_tf
+
 REPLICAS = 8
 KINDS = ("ctl", "tf1", "keras")
 SCENARIOS = {"ctl": "pod_ctl.py", "tf1": "pod_tf1.py", "keras": "pod_keras.py"}

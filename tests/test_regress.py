@@ -19,7 +19,6 @@ import textwrap
 import time
 import xml.etree.ElementTree as ElementTree
 
-import numpy as np
 import pytest
 
 from tpu_compat import _config, cli
@@ -83,6 +82,7 @@ def test_bad_result_lines_are_errors(line, message):
 
 
 def test_sidecar_patterns_ignore_and_files(tmp_path):
+    np = pytest.importorskip("numpy")  # comes with TensorFlow, not with tpu_compat
     script = write(tmp_path / "train.py", "")
     write(tmp_path / "train.regress.toml", """\
         args = ["--fast"]
@@ -137,6 +137,7 @@ def test_bad_sidecars_name_the_file(tmp_path, toml, message):
 
 
 def test_files_must_exist_and_be_fresh(tmp_path):
+    np = pytest.importorskip("numpy")  # comes with TensorFlow, not with tpu_compat
     spec = sidecar.FileSpec("w", "w.npy", "npy")
     with pytest.raises(CaptureError, match="files.w: w.npy does not exist after the run"):
         artifacts.read_file(ReportedNumbers(), spec, str(tmp_path), started_at=0.0)
@@ -150,6 +151,7 @@ def test_files_must_exist_and_be_fresh(tmp_path):
                             str(tmp_path), started_at=0.0)
 
 
+@pytest.mark.requires_tf
 def test_checkpoint_variables(tmp_path, tpu8):
     del tpu8  # TensorFlow in this process needs the suite's device layout first
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
@@ -268,16 +270,18 @@ def test_one_failing_or_hanging_script_never_stops_the_others(fake_suite, tmp_pa
     scripts = suite.discover([str(fake_suite)], skip_dirs=[str(fake_suite / "golden")])
     golden_dir = str(tmp_path / "golden")
     seen = []
-    outcomes = suite.run_suite(scripts, golden_dir, "record", options(timeout=2.0),
+    # The timeout also bounds good, crash and silent: a plain Python start must
+    # fit in it on a loaded machine, so it is generous.
+    outcomes = suite.run_suite(scripts, golden_dir, "record", options(timeout=10.0),
                                command=script_process.python_command, on_outcome=seen.append)
     assert seen == outcomes
     by_name = {o.script.golden_name: o for o in outcomes}
     assert [o.status for o in outcomes] == ["passed", "error", "error", "error"]
 
     assert by_name["good"].message == f"recorded 2 numbers to {golden_dir}/good.json"
-    assert by_name["hang"].message == f"timed out after 2 s; {golden_dir}/hang.json left unchanged"
+    assert by_name["hang"].message == f"timed out after 10 s; {golden_dir}/hang.json left unchanged"
     assert by_name["hang"].measurement.run.stderr_tail() == "started"
-    assert by_name["hang"].seconds < 10
+    assert by_name["hang"].seconds < 40  # the timeout, then the kill
     assert by_name["silent"].message.startswith(
         "reported no numbers (no `KEY: number`, `KEY=number` or `RESULT {json}` line")
     crash = by_name["nested/crash"]
@@ -360,7 +364,7 @@ FAMILY = """\
 """
 
 
-def _pids(path, within=30.0):
+def _pids(path, within=120.0):
     deadline = time.monotonic() + within
     while not os.path.exists(path):
         assert time.monotonic() < deadline, f"{path} never appeared"
@@ -386,9 +390,10 @@ needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /
 @needs_proc
 def test_timeout_kills_the_script_and_everything_it_started(family):
     script, pid_file = family
-    result = script_process.run(
-        script_process.Launch(script, replicas=2, timeout=3.0, args=(pid_file,)),
-        command=script_process.python_command)
+    # The script must start its grandchild and report both pids before the
+    # timeout, on a loaded machine too: a generous one.
+    result = script_process.run(script_process.Launch(script, replicas=2, timeout=10.0, args=(pid_file,)),
+                        command=script_process.python_command)
     assert result.timed_out and "loss: 0.5" in result.stdout
     script_pid, grandchild_pid = _pids(pid_file)
     assert process_gone(script_pid) and process_gone(grandchild_pid)
@@ -594,6 +599,7 @@ def test_checked_in_golden_files_are_8_replicas_seed_0():
         assert recorded.numbers["replicas"] == 8
 
 
+@pytest.mark.requires_tf
 def test_examples_pass_their_golden_files():
     result = run_cli("regress", "examples", "--check", "--golden", "examples/golden")
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
@@ -606,6 +612,7 @@ def test_examples_pass_their_golden_files():
     assert "PASSED   examples/tf23_bfloat16_host_input_loop.py (12 numbers" in result.stdout
 
 
+@pytest.mark.requires_tf
 def test_changed_learning_rate_fails_with_a_readable_diff(tmp_path):
     source = open(os.path.join(EXAMPLES, "tf2_custom_training_loop.py")).read()
     assert source.count("learning_rate=0.5") == 1
@@ -622,7 +629,9 @@ def test_changed_learning_rate_fails_with_a_readable_diff(tmp_path):
     assert table[1].split()[:2] == ["epoch_0_mean_loss", "0.586548"]
 
 
+@pytest.mark.requires_tf
 def test_seed_hook_seeds_python_numpy_and_tensorflow(tmp_path):
+    import numpy as np  # pylint: disable=import-outside-toplevel
     script = write(tmp_path / "rng.py", """\
         import random
         import numpy as np

@@ -15,6 +15,8 @@ import tpu_compat
 from tpu_compat import routing
 from conftest import check_ok, REPO_ROOT, run_cli, SCENARIOS, subprocess_env
 
+pytestmark = pytest.mark.requires_tf
+
 
 @pytest.fixture
 def uninstalled(tpu8):

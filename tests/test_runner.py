@@ -9,6 +9,8 @@ import pytest
 
 from conftest import SCENARIOS, assert_one_error_line, run_cli, subprocess_env
 
+pytestmark = pytest.mark.requires_tf
+
 PROBE = os.path.join(SCENARIOS, "runner_probe.py")
 
 

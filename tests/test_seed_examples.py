@@ -247,6 +247,7 @@ def test_every_seed_script_has_expectations():
             f"{script.name}: prints no KEY: number line")
 
 
+@pytest.mark.requires_tf
 @pytest.mark.parametrize("script,replicas", _cases())
 def test_seed_example(script, replicas, tmp_path):
     source = script.read_text()

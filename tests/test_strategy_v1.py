@@ -11,7 +11,7 @@ from tpu_compat.compat.v1.distribute.experimental import TPUStrategy
 from tpu_compat.distribute.cluster_resolver import TPUClusterResolver
 from conftest import check_ok, run_scenario
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.requires_tf, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 
 @pytest.fixture(scope="module")

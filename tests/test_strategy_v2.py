@@ -9,7 +9,7 @@ from tpu_compat.distribute import TPUStrategy
 from tpu_compat.distribute.cluster_resolver import TPUClusterResolver
 from tpu_compat.runtime import resolver as resolver_lib
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.requires_tf, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 
 @pytest.fixture(scope="module")

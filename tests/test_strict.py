@@ -41,12 +41,14 @@ def strict_run(request):
     return request.param, _checks("on", request.param)
 
 
+@pytest.mark.requires_tf
 def test_strict_run_rejects_pure_eager_plain_functions(strict_run):
     _, checks = strict_run
     assert checks["run_plain_eager"] == PURE_EAGER
     assert checks["v1_run_plain_eager"] == PURE_EAGER  # TPUStrategyV1.run checks too
 
 
+@pytest.mark.requires_tf
 def test_strict_keeps_what_tpus_accept_and_legacy_entry_points(strict_run):
     _, checks = strict_run
     for name in ACCEPTED + ("reduce_sum_axis0", "reduce_mean_axis0", "run_train_step_eager",
@@ -58,6 +60,7 @@ def test_strict_keeps_what_tpus_accept_and_legacy_entry_points(strict_run):
     assert checks["reduce_max_error"] < 1e-3  # float32 sums of up to 32 values ~ 10^2
 
 
+@pytest.mark.requires_tf
 def test_strict_run_checks_arguments_like_tensorflow(strict_run):
     _, checks = strict_run
     assert checks["run_variable_in_star_args"] == (
@@ -69,6 +72,7 @@ def test_strict_run_checks_arguments_like_tensorflow(strict_run):
         'unknown rank, which is not allowed')
 
 
+@pytest.mark.requires_tf
 def test_strict_input_checks_like_tensorflow(strict_run):
     replicas, checks = strict_run
     assert checks["distribute_dataset_per_replica"] == (
@@ -88,6 +92,7 @@ def test_strict_input_checks_like_tensorflow(strict_run):
     assert checks["require_static_shapes"] is True  # as TPUExtended says
 
 
+@pytest.mark.requires_tf
 def test_off_keeps_the_legacy_conveniences():
     checks = _checks("off", 2)
     for name in ("run_plain_eager", "run_variable_in_star_args", "run_input_of_unknown_rank",
@@ -113,6 +118,7 @@ def strict_module(monkeypatch):
     return strict
 
 
+@pytest.mark.requires_tf
 @pytest.mark.parametrize("choice,expected", [("on", True), ("off", False), (" ON ", True)])
 def test_explicit_choice_wins(strict_module, monkeypatch, choice, expected):
     monkeypatch.setenv(settings.STRICT_VAR, choice)
@@ -120,6 +126,7 @@ def test_explicit_choice_wins(strict_module, monkeypatch, choice, expected):
     assert strict_module.enabled() is expected
 
 
+@pytest.mark.requires_tf
 def test_auto_follows_the_warning_policy(strict_module, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("default")
@@ -128,6 +135,7 @@ def test_auto_follows_the_warning_policy(strict_module, monkeypatch):
         assert strict_module.enabled()
 
 
+@pytest.mark.requires_tf
 def test_auto_follows_warning_filters_that_make_legacy_warnings_errors(strict_module):
     with warnings.catch_warnings():
         deprecation.apply_policy("error")  # what install(warnings="error") does

@@ -6,13 +6,14 @@ minutes); scripts/check_install_plan.py and a TF-free venv were used to check
 the same by hand (docs/install.md).
 """
 
+import os
 import subprocess
 import sys
 import warnings
 
 import pytest
 
-from conftest import EXAMPLES, subprocess_env
+from conftest import EXAMPLES, REPO_ROOT, subprocess_env
 from tpu_compat import tf_support
 
 NO_TENSORFLOW = """\
@@ -89,6 +90,45 @@ def test_pytest_plugin_prints_one_line_when_a_test_needs_tensorflow(tmp_path):
     assert result.returncode == 0, result.stdout
 
 
+def _requires_tf_suite(directory):
+    """A copy of this suite's conftest, a module marked as a whole, a mixed module."""
+    with open(os.path.join(REPO_ROOT, "tests", "conftest.py"), encoding="utf-8") as handle:
+        (directory / "conftest.py").write_text(handle.read())
+    (directory / "test_whole_module.py").write_text(
+        "import pytest\nimport tensorflow as tf\n\npytestmark = pytest.mark.requires_tf\n\n"
+        "def test_tf():\n    assert tf.constant(1) == 1\n")
+    (directory / "test_mixed.py").write_text(
+        "import pytest\n\n@pytest.mark.requires_tf\ndef test_tf():\n"
+        "    import tensorflow\n\ndef test_scan():\n    assert True\n")
+
+
+RUN_PYTEST = ("import pytest\ncode = pytest.main(['-q', '-rs', '-p', 'no:cacheprovider', "
+              "'-W', 'ignore::pytest.PytestUnknownMarkWarning'])\n"
+              "assert 'tensorflow' not in sys.modules\nsys.exit(code)\n")
+
+
+def test_requires_tf_tests_are_skipped_without_tensorflow_and_never_imported(tmp_path):
+    """This suite's own marker, as CI's TF-free lane (.ci/run) relies on it."""
+    _requires_tf_suite(tmp_path)
+    result = _without_tensorflow(RUN_PYTEST, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed, 2 skipped" in result.stdout, result.stdout
+    skipped = [line for line in result.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert len(skipped) == 2 and all("requires_tf: TensorFlow is not installed" in line
+                                     for line in skipped), result.stdout
+
+
+@pytest.mark.requires_tf
+def test_requires_tf_skips_nothing_where_tensorflow_is_installed(tmp_path):
+    _requires_tf_suite(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-c", "import sys\n" + RUN_PYTEST.replace(
+            "assert 'tensorflow' not in sys.modules\n", "")],
+        capture_output=True, text=True, env=subprocess_env(), cwd=tmp_path, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 passed" in result.stdout and "skipped" not in result.stdout, result.stdout
+
+
 # -- broken mixes -----------------------------------------------------------------------------
 
 
@@ -151,6 +191,7 @@ def test_versions_outside_the_proven_range_warn_once(monkeypatch):
         tf_support.warn_if_unproven(f"{high}.0")   # proven: silent
 
 
+@pytest.mark.requires_tf
 def test_install_warns_on_an_unproven_tensorflow(tpu8, monkeypatch):
     from tpu_compat import routing  # pylint: disable=import-outside-toplevel
     del tpu8

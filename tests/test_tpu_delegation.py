@@ -19,7 +19,7 @@ from tpu_compat.runtime import resolver as resolver_lib
 from tpu_compat.runtime.strategy_v1 import CompatTPUStrategyV1
 from tpu_compat.runtime.strategy_v2 import CompatExperimentalTPUStrategy, CompatTPUStrategy
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.requires_tf, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 REAL_TPU = backend_lib.Backend("tpu", 8, (), "contract test: a stand-in TPU")
 

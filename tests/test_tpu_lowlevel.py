@@ -21,7 +21,7 @@ from tpu_compat.runtime import backend as backend_lib
 from tpu_compat import lowlevel
 from tpu_compat.lowlevel import native as native_lib
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.requires_tf, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 REL = 1e-5
 

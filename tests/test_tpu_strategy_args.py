@@ -53,6 +53,7 @@ def test_scanner_and_router_agree(source, values, kwargs, expected):
     assert args.experimental_tpu_strategy_class(router_kinds, kwargs) == expected
 
 
+@pytest.mark.requires_tf
 def test_router_uses_the_shared_predicate(monkeypatch):
     from tpu_compat.runtime import strategy_by_era, strategy_v1, strategy_v2
     for _, values, kwargs, expected in CALLS:

@@ -112,6 +112,7 @@ def test_migrated_runs_strictly_with_warnings_error_and_legacy_leniently(tmp_pat
 # -- the command line on the examples and their upgraded copies -------------------------------
 
 
+@pytest.mark.requires_tf
 def test_upgraded_tf2_example_computes_what_the_legacy_one_did(tmp_path):
     migrated = upgraded_copy(TF2_EXAMPLE, tmp_path)
     result = run_cli("verify", TF2_EXAMPLE, migrated, "--replicas", "2")
@@ -120,6 +121,7 @@ def test_upgraded_tf2_example_computes_what_the_legacy_one_did(tmp_path):
         "EQUAL: all 5 numbers equal within rtol=0.0001, atol=1e-06")
 
 
+@pytest.mark.requires_tf
 def test_upgraded_tf1_example_still_has_legacy_apis_and_fails_clearly(tmp_path):
     migrated = upgraded_copy(TF1_EXAMPLE, tmp_path)
     assert "# TODO(tpu_compat): TPC009" in open(migrated).read()
@@ -133,6 +135,7 @@ def test_upgraded_tf1_example_still_has_legacy_apis_and_fails_clearly(tmp_path):
     assert f"legacy:   {TF1_EXAMPLE}: 8 numbers" in result.stdout
 
 
+@pytest.mark.requires_tf
 def test_changed_learning_rate_fails_with_a_table(tmp_path):
     migrated = upgraded_copy(
         TF2_EXAMPLE, tmp_path,
@@ -161,6 +164,7 @@ def _migrated_eager_step(directory, wrap_in_tf_function):
     return str(target)
 
 
+@pytest.mark.requires_tf
 def test_migration_that_only_works_under_the_shim_fails_verify(tmp_path):
     # strategy.run(plain_fn) in pure eager mode: the shim's leniency would run
     # it, TF 2.21's TPUStrategy raises; verify runs the migrated side strictly.
@@ -175,6 +179,7 @@ def test_migration_that_only_works_under_the_shim_fails_verify(tmp_path):
         f"called inside a `tf.function` if eager behavior is enabled.")
 
 
+@pytest.mark.requires_tf
 def test_migration_with_the_step_in_a_tf_function_passes_verify(tmp_path):
     migrated = _migrated_eager_step(tmp_path, wrap_in_tf_function=True)
     result = run_cli("verify", EAGER_STEP, migrated, "--replicas", "2")

@@ -1,6 +1,6 @@
 """A long TF 2.1-style custom training loop, for the pod fault tests.
 
-usage: pod_long_training.py MAX_SECONDS [SECONDS_PER_CALL]
+usage: pod_long_training.py MAX_SECONDS [SECONDS_PER_CALL [INSIDE_FILE]]
 
 Colab-style bring-up, TPUStrategy, a Keras model trained by a custom loop
 whose tf.function trains on device (a tf.range loop) for SECONDS_PER_CALL
@@ -8,7 +8,10 @@ seconds per call, fed by experimental_distribute_datasets_from_function (one
 input pipeline per host). It prints ``calling: N`` before and ``step: N``
 after each call, flushed, so that a test knows where the program is, and
 stops by itself after MAX_SECONDS (a test that fails to interrupt it still
-ends).
+ends). With INSIDE_FILE (an absolute path), each call writes that file from
+inside its TensorFlow execution: once it exists, the program's main thread is
+in TensorFlow's C++ code, not in Python (``calling: N`` is printed before the
+call, and the first call then traces for a while in Python).
 """
 import sys
 import time
@@ -18,6 +21,7 @@ import tensorflow as tf
 
 MAX_SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 60.0
 SECONDS_PER_CALL = float(sys.argv[2]) if len(sys.argv) > 2 else 0.2
+INSIDE_FILE = sys.argv[3] if len(sys.argv) > 3 else None
 GLOBAL_BATCH = 32
 MAX_STEPS_PER_CALL = 1000000
 
@@ -61,6 +65,9 @@ def train(iterator, seconds):
         return loss
 
     deadline = tf.timestamp() + seconds
+    if INSIDE_FILE:
+        # A stateful op, so the function runs it (and in order with the loop).
+        tf.io.write_file(INSIDE_FILE, "inside a call\n")
     total = tf.constant(0.0)
     steps = tf.constant(0)
     for _ in tf.range(MAX_STEPS_PER_CALL):
