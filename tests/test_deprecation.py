@@ -256,3 +256,22 @@ def test_warning_inside_tf_function_points_at_the_users_source(tmp_path):
     result = run_cli("run", "--replicas", "2", str(script))
     assert result.returncode == 0, result.stderr
     assert [line.split(":")[:2] for line in _warning_lines(result.stderr)] == [[str(script), "7"]]
+
+
+def test_device_warning_inside_tf_function_points_at_the_users_source(tmp_path):
+    """Device-mapping warnings take the one warn path (autograph's copy mapped back)."""
+    script = tmp_path / "traced_device.py"
+    script.write_text(textwrap.dedent("""
+        import tensorflow as tf
+
+        @tf.function
+        def step():
+            with tf.device("/gpu:1"):  # line 6
+                return tf.constant(1.0) + 1
+
+        step()
+    """))
+    result = run_cli("run", "--replicas", "2", str(script))
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "TPUCompatDeviceWarning" in line]
+    assert [line.split(":")[:2] for line in lines] == [[str(script), "6"]], result.stderr
