@@ -247,12 +247,19 @@ class ContribFramework(_ContribSubmodule):
     load_checkpoint = _serves("tensorflow.python.training.checkpoint_utils:load_checkpoint")
 
 
+# TF 1.15's tensorflow/contrib/rnn/__init__.py re-exported the core cells of
+# tensorflow/python/ops/rnn_cell_impl.py; TF 2 moved them, unchanged, to Keras
+# 2's legacy_cells (what tf.compat.v1.nn.rnn_cell is under Keras 2; Keras 3
+# has none), and static_rnn stayed in tensorflow/python/ops/rnn.py.
+_LEGACY_CELLS = "tf_keras.src.layers.rnn.legacy_cells"
+
+
 class ContribRNN(_ContribSubmodule):
     """``tf.contrib.rnn``: the core cells it re-exported (tf.compat.v1.nn.rnn_cell)."""
     SHORT_NAME = "rnn"
-    BasicLSTMCell = _serves("tensorflow:compat.v1.nn.rnn_cell.BasicLSTMCell")
-    MultiRNNCell = _serves("tensorflow:compat.v1.nn.rnn_cell.MultiRNNCell")
-    static_rnn = _serves("tensorflow:compat.v1.nn.static_rnn")
+    BasicLSTMCell = _serves(f"{_LEGACY_CELLS}:BasicLSTMCell")
+    MultiRNNCell = _serves(f"{_LEGACY_CELLS}:MultiRNNCell")
+    static_rnn = _serves("tensorflow.python.ops.rnn:static_rnn")
 
 
 class ContribCloud(_ContribSubmodule):

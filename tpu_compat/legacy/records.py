@@ -1158,6 +1158,14 @@ RECORDS = (
                 rewrite=replace_symbol('tf.compat.v1.summary.initialize'),
                 note="TF 1.15's contrib.summary re-exported summary_ops_v2; tpu_compat serves the same function.",
                 symbols=('tf.contrib.summary.initialize',)),
+        LegacyAPI(
+                rule="TPC129", api="tf.contrib.cloud.BlockCacheParams",
+                kind=KIND_SYMBOL, name="BlockCacheParams",
+                hook=reads(f"{_CONTRIB}:ContribCloud.BlockCacheParams"),
+                eras=("1.13", "1.14", "1.15"), removed_in="2.0",
+                replacement="nothing: TF 2 has no GCS block-cache setting to send to a worker",
+                note="configure_gcs's block_cache argument (TPC109); checked, not sent.",
+                symbols=("tf.contrib.cloud.BlockCacheParams",)),
 )
 
 _BY_RULE = {record.rule: record for record in RECORDS}
