@@ -360,6 +360,14 @@ def test_deep_tpu_import_paths_are_the_served_names(installed):
     assert TPUEstimator is estimator_tpu.TPUEstimator
 
 
+def test_contrib_keras_imports_as_the_programs_keras(installed):
+    import tensorflow.compat.v1 as tf1
+    from tensorflow.contrib.keras import layers
+    from tensorflow.contrib import keras
+    assert keras is tf1.keras
+    assert layers.Dense is tf1.keras.layers.Dense
+
+
 def test_every_contrib_import_warns_at_its_line(installed):
     record = legacy_api.get("TPC100")
     with warnings.catch_warnings(record=True) as caught:
