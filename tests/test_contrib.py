@@ -78,8 +78,11 @@ def test_anything_else_gets_one_clear_error(installed):
         from tensorflow.contrib import slim  # noqa: F401
     with pytest.raises(ImportError, match=r"tf\.contrib\.tpu\.keras_to_tpu_model is not"):
         from tensorflow.contrib.tpu import keras_to_tpu_model  # noqa: F401
-    with pytest.raises(ImportError, match=r"tf\.contrib\.tpu\.python\.tpu is not"):
-        import tensorflow.contrib.tpu.python.tpu  # noqa: F401
+    with pytest.raises(ImportError, match=r"tf\.contrib\.tpu\.python\.tpu\.session_support "
+                                          r"is not"):
+        import tensorflow.contrib.tpu.python.tpu.session_support  # noqa: F401
+    with pytest.raises(ImportError, match=r"tf\.contrib\.tpu\.python\.tpu\.tpu_config\.nope is "):
+        from tensorflow.contrib.tpu.python.tpu.tpu_config import nope  # noqa: F401
 
 
 @pytest.mark.requires_tf
@@ -185,8 +188,9 @@ def _contrib_names():
             module, _, path = target.partition(":")
             if module == "tpu_compat.contrib":
                 submodule_class, name = path.split(".")
-                names.append((getattr(contrib_lib, submodule_class).SHORT_NAME, name,
-                              record.rule))
+                # _ContribModule: a name of tf.contrib itself (tf.contrib.keras).
+                names.append((getattr(getattr(contrib_lib, submodule_class), "SHORT_NAME", ""),
+                              name, record.rule))
     return names
 
 
@@ -200,19 +204,21 @@ def test_every_contrib_name_warns_with_its_record(installed, module, name, rule)
     import tensorflow.compat.v1 as tf1
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TPUCompatDeprecationWarning)
-        value = getattr(getattr(tf1.contrib, module), name)
+        value = getattr(getattr(tf1.contrib, module) if module else tf1.contrib, name)
     assert value is not None
     assert [str(w.message) for w in caught if w.category is TPUCompatDeprecationWarning] == [
         legacy_api.get(rule).warning_message()]
-    assert f"tf.contrib.{module}.{name}" in legacy_api.get(rule).api
+    assert f"tf.contrib.{module + '.' if module else ''}{name}" in legacy_api.get(rule).api
 
 
 def test_contrib_covers_its_rule_range():
     assert sorted(rule for _, _, rule in CONTRIB_NAMES) == [
-        f"TPC{n:03d}" for n in range(51, 70)]
+        f"TPC{n:03d}" for n in [*range(51, 70), *range(101, 130)]]
     # ... and every name a contrib submodule serves has its record's hook.
-    served = sorted((cls.SHORT_NAME, name) for cls in contrib_lib._MODULES.values()  # pylint: disable=protected-access
-                    for name in contrib_lib.served_names(cls))
+    served = sorted([(cls.SHORT_NAME, name) for cls in contrib_lib._MODULES.values()  # pylint: disable=protected-access
+                     for name in contrib_lib.served_names(cls)]
+                    + [("", name) for name in contrib_lib.served_names(
+                        contrib_lib._ContribModule)])  # pylint: disable=protected-access
     assert served == sorted((module, name) for module, name, _ in CONTRIB_NAMES)
 
 
@@ -239,3 +245,174 @@ def test_every_low_level_call_warns_with_its_record(tpu8, rule, call):
         call()
     assert legacy_api.get(rule).warning_message() in [
         str(w.message) for w in caught if w.category is TPUCompatDeprecationWarning]
+
+
+# --- the names the survey of TPU programs found (docs/contrib_survey.md) -----------------
+
+
+def test_surveyed_data_rows_are_the_tf_2_21_objects(installed):
+    import tensorflow.compat.v1 as tf1
+    from tensorflow.python.distribute import one_device_strategy
+    from tensorflow.python.ops import summary_ops_v2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TPUCompatDeprecationWarning)
+        contrib = tf1.contrib
+        assert contrib.data.AUTOTUNE == tf.data.AUTOTUNE == -1
+        assert contrib.data.make_csv_dataset is tf1.data.experimental.make_csv_dataset
+        assert contrib.keras is tf1.keras
+        assert contrib.keras.layers.Dense is tf1.keras.layers.Dense
+        assert contrib.distribute.OneDeviceStrategy is one_device_strategy.OneDeviceStrategyV1
+        assert contrib.distribute.initialize_tpu_system is resolver.initialize_tpu_system
+        assert (contrib.cluster_resolver.TFConfigClusterResolver
+                is tf.distribute.cluster_resolver.TFConfigClusterResolver)
+        assert contrib.tpu.Topology is tf.tpu.experimental.Topology
+        assert contrib.training.checkpoints_iterator is tf.train.checkpoints_iterator
+        assert contrib.framework.nest is tf.nest
+        assert contrib.framework.list_variables is tf.train.list_variables
+        assert contrib.framework.load_checkpoint is tf.train.load_checkpoint
+        from tf_keras.src.layers.rnn import legacy_cells  # tf1.nn.rnn_cell under Keras 2
+        assert contrib.rnn.BasicLSTMCell is legacy_cells.BasicLSTMCell
+        assert contrib.rnn.MultiRNNCell is legacy_cells.MultiRNNCell
+        assert contrib.rnn.static_rnn is tf1.nn.static_rnn
+        # TF 1.15's contrib/summary/summary.py: all_summary_ops was all_v2_summary_ops.
+        assert contrib.summary.all_summary_ops is tf1.summary.all_v2_summary_ops
+        for name in ("create_file_writer", "scalar", "always_record_summaries", "histogram",
+                     "image", "flush", "record_summaries_every_n_global_steps",
+                     "never_record_summaries", "should_record_summaries", "initialize"):
+            assert getattr(contrib.summary, name) is getattr(summary_ops_v2, name), name
+
+
+def test_contrib_summary_in_graph_mode_writes_what_all_summary_ops_collects(installed, tmp_path):
+    import tensorflow.compat.v1 as tf1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TPUCompatDeprecationWarning)
+        summary = tf1.contrib.summary
+        with tf.Graph().as_default():
+            step = tf1.train.get_or_create_global_step()
+            writer = summary.create_file_writer(str(tmp_path))
+            with writer.as_default(), summary.always_record_summaries():
+                summary.scalar("value", tf.constant(2.5), step=step)
+                summary.histogram("h", tf.constant([1.0, 2.0]), step=step)
+            with writer.as_default(), summary.never_record_summaries():
+                summary.scalar("skipped", tf.constant(1.0), step=step)
+            ops = summary.all_summary_ops()
+            assert len(ops) == 3
+            with tf1.Session() as session:
+                session.run([tf1.global_variables_initializer(), writer.init()])
+                session.run(ops)
+                session.run(writer.flush())
+    tags = [value.tag for path in tmp_path.glob("events.*")
+            for event in tf1.train.summary_iterator(str(path)) for value in event.summary.value]
+    assert sorted(tags) == ["h", "value"]
+
+
+def test_l2_regularizer_is_half_keras_l2_as_in_contrib(installed):
+    import tensorflow.compat.v1 as tf1
+    weights = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TPUCompatDeprecationWarning)
+        l2_regularizer = tf1.contrib.layers.l2_regularizer
+    expected = 0.01 * (weights ** 2).sum() / 2
+    eager = float(l2_regularizer(0.01)(tf.constant(weights)))
+    assert eager == pytest.approx(expected, rel=1e-6)
+    with tf.Graph().as_default():
+        penalty = l2_regularizer(0.01, scope="reg")(tf.constant(weights))
+        assert penalty.op.name == "reg"
+        with tf1.Session() as session:
+            assert session.run(penalty) == pytest.approx(expected, rel=1e-6)
+        assert l2_regularizer(0.0)(tf.constant(weights)) is None
+    with pytest.raises(ValueError, match="scale cannot be an integer"):
+        l2_regularizer(1)
+    with pytest.raises(ValueError, match="scale must be >= 0"):
+        l2_regularizer(-0.5)
+
+
+def test_batch_and_drop_remainder_gives_static_full_batches(installed):
+    import tensorflow.compat.v1 as tf1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TPUCompatDeprecationWarning)
+        transform = tf1.contrib.data.batch_and_drop_remainder(4)
+    dataset = tf.data.Dataset.range(10).apply(transform)
+    assert dataset.element_spec.shape.as_list() == [4]
+    assert [batch.tolist() for batch in dataset.as_numpy_iterator()] == [
+        [0, 1, 2, 3], [4, 5, 6, 7]]
+
+
+def test_configure_gcs_checks_its_arguments_and_sends_nothing(installed):
+    import tensorflow.compat.v1 as tf1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TPUCompatDeprecationWarning)
+        cloud = tf1.contrib.cloud
+    with tf.Graph().as_default(), tf1.Session() as session:
+        with pytest.warns(UserWarning, match="configure_gcs: nothing is sent"):
+            assert cloud.configure_gcs(session, credentials={"type": "authorized_user"},
+                                       block_cache=cloud.BlockCacheParams(max_bytes=1)) is None
+        with pytest.raises(ValueError, match="credentials must be a JSON string or a dict"):
+            cloud.configure_gcs(session, credentials=3)
+        with pytest.raises(ValueError, match="block_cache must be an instance of"):
+            cloud.configure_gcs(session, block_cache={"max_bytes": 1})
+
+
+def test_deep_tpu_import_paths_are_the_served_names(installed):
+    from tensorflow.contrib.tpu.python.tpu import tpu_optimizer, tpu_function
+    from tensorflow.contrib.tpu.python.tpu.tpu import initialize_system
+    from tensorflow.contrib.tpu.python.ops import tpu_ops
+    from tensorflow.contrib.tpu.python.tpu.bfloat16 import bfloat16_scope
+    from tensorflow.contrib.training.python.training import evaluation
+    import tensorflow.contrib.tpu.python.tpu.tpu_config as tpu_config
+    from tensorflow.python.tpu import tpu_function as tf_tpu_function
+    assert tpu_optimizer.CrossShardOptimizer is lowlevel.CrossShardOptimizer
+    assert tpu_function.get_tpu_context is tf_tpu_function.get_tpu_context
+    assert initialize_system is lowlevel.initialize_system
+    assert tpu_ops.cross_replica_sum is lowlevel.cross_replica_sum
+    assert bfloat16_scope is lowlevel.bfloat16_scope
+    assert evaluation.checkpoints_iterator is tf.train.checkpoints_iterator
+    assert tpu_config.__name__ == "tensorflow.contrib.tpu.python.tpu.tpu_config"
+    estimator_tpu = pytest.importorskip("tpu_compat.estimator.tpu")
+    assert tpu_config.RunConfig is estimator_tpu.RunConfig
+    from tensorflow.contrib.tpu.python.tpu.tpu_estimator import TPUEstimator
+    assert TPUEstimator is estimator_tpu.TPUEstimator
+
+
+def test_contrib_keras_imports_as_the_programs_keras(installed):
+    import tensorflow.compat.v1 as tf1
+    from tensorflow.contrib.keras import layers
+    from tensorflow.contrib import keras
+    assert keras is tf1.keras
+    assert layers.Dense is tf1.keras.layers.Dense
+
+
+def test_every_contrib_import_warns_at_its_line(installed):
+    record = legacy_api.get("TPC100")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TPUCompatDeprecationWarning)
+        line = __import__("inspect").currentframe().f_lineno + 1
+        from tensorflow.contrib import distribute  # noqa: F401
+    (warning,) = [w for w in caught if w.category is TPUCompatDeprecationWarning]
+    assert str(warning.message) == record.warning_message()
+    assert (warning.filename, warning.lineno) == (__file__, line)
+
+
+def test_contrib_rnn_lstm_matches_numpy(installed):
+    """TF 1.15's BasicLSTMCell: i, j, f, o = split(x.h @ kernel + bias), forget bias 1."""
+    import tensorflow.compat.v1 as tf1
+    rng = np.random.RandomState(2)
+    inputs = rng.randn(3, 2, 4).astype(np.float32)  # time, batch, depth
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TPUCompatDeprecationWarning)
+        rnn = tf1.contrib.rnn
+        with tf.Graph().as_default():
+            cell = rnn.MultiRNNCell([rnn.BasicLSTMCell(5)])
+            outputs, _ = rnn.static_rnn(cell, list(tf.unstack(tf.constant(inputs))),
+                                        dtype=tf.float32)
+            (kernel, bias) = cell.weights
+            with tf1.Session() as session:
+                session.run(tf1.global_variables_initializer())
+                result, kernel, bias = session.run([outputs[-1], kernel, bias])
+    c = h = np.zeros((2, 5), np.float32)
+    sigmoid = lambda v: 1 / (1 + np.exp(-v))
+    for x in inputs:
+        i, j, f, o = np.split(np.concatenate([x, h], 1).dot(kernel) + bias, 4, axis=1)
+        c = c * sigmoid(f + 1.0) + sigmoid(i) * np.tanh(j)
+        h = np.tanh(c) * sigmoid(o)
+    np.testing.assert_allclose(result, h, rtol=1e-5, atol=1e-6)

@@ -196,9 +196,9 @@ def tpu_host_connection():
 
 @snippet
 def tf114_contrib_names():
-    from tensorflow.contrib.tpu import CrossShardOptimizer  # TPC054
-    from tensorflow.contrib import tpu as contrib_tpu
-    import tensorflow.contrib.data as contrib_data
+    from tensorflow.contrib.tpu import CrossShardOptimizer  # TPC054 TPC100
+    from tensorflow.contrib import tpu as contrib_tpu  # TPC100
+    import tensorflow.contrib.data as contrib_data  # TPC100
     contrib = tf.compat.v1.contrib
     assert CrossShardOptimizer is tf.compat.v1.tpu.CrossShardOptimizer
     served = [
@@ -222,6 +222,45 @@ def tf114_contrib_names():
     dataset().unbatch().apply(contrib_data.map_and_batch(lambda x: x * 2.0, 2))  # TPC064
     contrib.training.HParams(learning_rate=0.1, use_tpu=True)  # TPC068
     contrib.layers.xavier_initializer(seed=1)  # TPC069
+
+
+@snippet
+def tf114_contrib_surveyed_names():
+    from tensorflow.contrib.tpu.python.tpu import tpu_config  # TPC100
+    contrib = tf.compat.v1.contrib
+    assert tpu_config.__name__.endswith("tpu_config")
+    assert contrib.data.AUTOTUNE == -1  # TPC101
+    dataset().apply(contrib.data.batch_and_drop_remainder(2))  # TPC102
+    served = [
+        contrib.data.make_csv_dataset,  # TPC103
+        contrib.keras.layers.Dense,  # TPC104
+        contrib.distribute.OneDeviceStrategy,  # TPC106
+        contrib.cluster_resolver.TFConfigClusterResolver,  # TPC107
+        contrib.tpu.Topology,  # TPC108
+        contrib.training.checkpoints_iterator,  # TPC111
+        contrib.framework.nest,  # TPC112
+        contrib.framework.list_variables,  # TPC113
+        contrib.framework.load_checkpoint,  # TPC114
+        contrib.rnn.BasicLSTMCell,  # TPC115
+        contrib.rnn.MultiRNNCell,  # TPC116
+        contrib.rnn.static_rnn,  # TPC117
+        contrib.summary.create_file_writer,  # TPC118
+        contrib.summary.scalar,  # TPC119
+        contrib.summary.always_record_summaries,  # TPC120
+        contrib.summary.all_summary_ops,  # TPC121
+        contrib.summary.record_summaries_every_n_global_steps,  # TPC122
+        contrib.summary.never_record_summaries,  # TPC123
+        contrib.summary.should_record_summaries,  # TPC124
+        contrib.summary.histogram,  # TPC125
+        contrib.summary.image,  # TPC126
+        contrib.summary.flush,  # TPC127
+        contrib.summary.initialize,  # TPC128
+    ]
+    assert all(served)
+    contrib.distribute.initialize_tpu_system(RESOLVER)  # TPC105
+    contrib.cloud.configure_gcs(None, block_cache=None)  # TPC109
+    contrib.cloud.BlockCacheParams(max_bytes=1)  # TPC129
+    contrib.layers.l2_regularizer(0.1)(tf.ones([2]))  # TPC110
 
 
 @snippet

@@ -14,7 +14,19 @@ named ``tensorflow.contrib`` and ``tensorflow.contrib.<module>`` holding:
   ``tf.data.experimental``'s, the same functions since TF 1.13;
 * ``layers.layer_norm`` (contrib's variable names, so checkpoints load) and
   ``layers.xavier_initializer``;
-* ``training.HParams``.
+* ``training.HParams``;
+* the names the survey of TPU programs found with an exact TF 2.21 equivalent
+  (docs/contrib_survey.md): ``data.AUTOTUNE`` / ``make_csv_dataset``,
+  ``summary.*`` (TF 1.15's re-export of ``summary_ops_v2``), ``keras`` (the
+  program's compat.v1 ``tf.keras``), ``distribute.initialize_tpu_system`` /
+  ``OneDeviceStrategy``, ``training.checkpoints_iterator``,
+  ``framework.nest`` / ``list_variables`` / ``load_checkpoint``, ``rnn``'s
+  core cells, ``cluster_resolver.TFConfigClusterResolver``, ``tpu.Topology``;
+  and three with code (:mod:`tpu_compat.contrib._helpers`):
+  ``data.batch_and_drop_remainder``, ``layers.l2_regularizer``,
+  ``cloud.configure_gcs``;
+* the deep TPU import paths of TF 1.15 (``tensorflow.contrib.tpu.python.tpu.
+  tpu_config``, ...: :data:`DEEP_IMPORTS`), aliases of the names above.
 
 Each submodule is an instance of its own class (:class:`ContribTPU`, ...)
 whose names are properties; a record's ``reads`` hook names the property
@@ -33,9 +45,10 @@ import types
 
 from tpu_compat.runtime import hooks
 
-__all__ = ["ContribClusterResolver", "ContribData", "ContribDistribute", "ContribLayers",
-           "ContribNotProvidedError", "ContribTPU", "ContribTraining", "contrib_module",
-           "not_provided_message", "served_names", "submodule"]
+__all__ = ["ContribCloud", "ContribClusterResolver", "ContribData", "ContribDistribute",
+           "ContribFramework", "ContribLayers", "ContribNotProvidedError", "ContribRNN",
+           "ContribSummary", "ContribTPU", "ContribTraining", "DEEP_IMPORTS", "contrib_module",
+           "deep_module", "not_provided_message", "served_names", "submodule"]
 
 
 class ContribNotProvidedError(AttributeError):
@@ -60,7 +73,10 @@ ESTIMATOR_NAMES = ("TPUEstimator", "TPUEstimatorSpec", "RunConfig", "TPUConfig",
 
 def _load(target):
     module_name, attribute = target.split(":")
-    return getattr(importlib.import_module(module_name), attribute)
+    value = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def _serves(target):
@@ -94,6 +110,9 @@ class _ContribSubmodule(types.ModuleType):
         # Only names that are not properties get here.
         if name.startswith("__"):
             raise AttributeError(name)
+        deep = deep_module(f"{self.__name__}.{name}")
+        if deep is not None:  # tf.contrib.tpu.python...: what `import a.b.c as d` reads
+            return deep
         if self.SHORT_NAME == "tpu":
             found = _estimator_name(name)
             if found is not None:
@@ -134,18 +153,30 @@ class ContribTPU(_ContribSubmodule):
     bfloat16_scope = _serves(f"{_TPU}:bfloat16_scope")
     initialize_system = _serves(f"{_TPU}:initialize_system")
     shutdown_system = _serves(f"{_TPU}:shutdown_system")
+    # The same class (TF 1.15: tensorflow/contrib/tpu/__init__.py re-exported
+    # tensorflow.python.tpu.topology.Topology).
+    Topology = _serves("tensorflow.python.tpu.topology:Topology")
 
 
 class ContribDistribute(_ContribSubmodule):
     """``tf.contrib.distribute``: the compat.v1 TPUStrategy (steps_per_run)."""
     SHORT_NAME = "distribute"
     TPUStrategy = _serves("tpu_compat.runtime.strategy_v1:CompatTPUStrategyV1")
+    # TF 1.13/1.14's Colab bring-up; the emulation-aware function (a no-op
+    # returning the emulated Topology without a TPU), as tf.tpu.experimental's.
+    initialize_tpu_system = _serves("tpu_compat.runtime.resolver:initialize_tpu_system")
+    # TF 1.x programs used the V1 API (make_dataset_iterator, ...).
+    OneDeviceStrategy = _serves(
+        "tensorflow.python.distribute.one_device_strategy:OneDeviceStrategyV1")
 
 
 class ContribClusterResolver(_ContribSubmodule):
     """``tf.contrib.cluster_resolver``."""
     SHORT_NAME = "cluster_resolver"
     TPUClusterResolver = _serves("tpu_compat.runtime.resolver:TPUClusterResolver")
+    TFConfigClusterResolver = _serves(
+        "tensorflow.python.distribute.cluster_resolver.tfconfig_cluster_resolver:"
+        "TFConfigClusterResolver")
 
 
 class ContribData(_ContribSubmodule):
@@ -157,6 +188,12 @@ class ContribData(_ContribSubmodule):
         "tensorflow.python.data.experimental.ops.interleave_ops:parallel_interleave")
     shuffle_and_repeat = _serves(
         "tensorflow.python.data.experimental.ops.shuffle_ops:shuffle_and_repeat")
+    AUTOTUNE = _serves("tensorflow.python.data.ops.dataset_ops:AUTOTUNE")  # -1, as in TF 1.13+
+    # contrib's was the deprecated alias of the v1 function (TF 1.15:
+    # tensorflow/contrib/data/python/ops/readers.py).
+    make_csv_dataset = _serves(
+        "tensorflow.python.data.experimental.ops.readers:make_csv_dataset_v1")
+    batch_and_drop_remainder = _serves("tpu_compat.contrib._helpers:batch_and_drop_remainder")
 
 
 class ContribLayers(_ContribSubmodule):
@@ -164,17 +201,151 @@ class ContribLayers(_ContribSubmodule):
     SHORT_NAME = "layers"
     layer_norm = _serves("tpu_compat.contrib._layers:layer_norm")
     xavier_initializer = _serves("tpu_compat.contrib._layers:xavier_initializer")
+    l2_regularizer = _serves("tpu_compat.contrib._helpers:l2_regularizer")
 
 
 class ContribTraining(_ContribSubmodule):
     """``tf.contrib.training``."""
     SHORT_NAME = "training"
     HParams = _serves("tpu_compat.contrib._hparams:HParams")
+    # contrib re-exported the core function (TF 1.15: tensorflow/contrib/
+    # training/python/training/evaluation.py imports it from
+    # tensorflow.python.training.checkpoint_utils).
+    checkpoints_iterator = _serves(
+        "tensorflow.python.training.checkpoint_utils:checkpoints_iterator")
+
+
+# TF 1.15's tf.contrib.summary: tensorflow/contrib/summary/summary.py imports
+# each name from tensorflow.python.ops.summary_ops_v2, which TF 2.21 still
+# ships with the same signatures; `all_summary_ops` was its
+# `all_v2_summary_ops`.
+_SUMMARY = "tensorflow.python.ops.summary_ops_v2"
+
+
+class ContribSummary(_ContribSubmodule):
+    """``tf.contrib.summary``: TF 1.15's re-export of summary_ops_v2."""
+    SHORT_NAME = "summary"
+    create_file_writer = _serves(f"{_SUMMARY}:create_file_writer")
+    scalar = _serves(f"{_SUMMARY}:scalar")
+    always_record_summaries = _serves(f"{_SUMMARY}:always_record_summaries")
+    all_summary_ops = _serves(f"{_SUMMARY}:all_v2_summary_ops")
+    record_summaries_every_n_global_steps = _serves(
+        f"{_SUMMARY}:record_summaries_every_n_global_steps")
+    never_record_summaries = _serves(f"{_SUMMARY}:never_record_summaries")
+    should_record_summaries = _serves(f"{_SUMMARY}:should_record_summaries")
+    histogram = _serves(f"{_SUMMARY}:histogram")
+    image = _serves(f"{_SUMMARY}:image")
+    flush = _serves(f"{_SUMMARY}:flush")
+    initialize = _serves(f"{_SUMMARY}:initialize")
+
+
+class ContribFramework(_ContribSubmodule):
+    """``tf.contrib.framework``: the names that were the core ones."""
+    SHORT_NAME = "framework"
+    nest = _serves("tensorflow:nest")
+    list_variables = _serves("tensorflow.python.training.checkpoint_utils:list_variables")
+    load_checkpoint = _serves("tensorflow.python.training.checkpoint_utils:load_checkpoint")
+
+
+# TF 1.15's tensorflow/contrib/rnn/__init__.py re-exported the core cells of
+# tensorflow/python/ops/rnn_cell_impl.py; TF 2 moved them, unchanged, to Keras
+# 2's legacy_cells (what tf.compat.v1.nn.rnn_cell is under Keras 2; Keras 3
+# has none), and static_rnn stayed in tensorflow/python/ops/rnn.py.
+_LEGACY_CELLS = "tf_keras.src.layers.rnn.legacy_cells"
+
+
+class ContribRNN(_ContribSubmodule):
+    """``tf.contrib.rnn``: the core cells it re-exported (tf.compat.v1.nn.rnn_cell)."""
+    SHORT_NAME = "rnn"
+    BasicLSTMCell = _serves(f"{_LEGACY_CELLS}:BasicLSTMCell")
+    MultiRNNCell = _serves(f"{_LEGACY_CELLS}:MultiRNNCell")
+    static_rnn = _serves("tensorflow.python.ops.rnn:static_rnn")
+
+
+class ContribCloud(_ContribSubmodule):
+    """``tf.contrib.cloud``: GCS configuration, with nothing to send (see _helpers)."""
+    SHORT_NAME = "cloud"
+    configure_gcs = _serves("tpu_compat.contrib._helpers:configure_gcs")
+    BlockCacheParams = _serves("tpu_compat.contrib._helpers:BlockCacheParams")
 
 
 _MODULES = {cls.SHORT_NAME: cls for cls in (
     ContribTPU, ContribDistribute, ContribClusterResolver, ContribData, ContribLayers,
-    ContribTraining)}
+    ContribTraining, ContribSummary, ContribFramework, ContribRNN, ContribCloud)}
+
+
+# Deep import paths of TF 1.15 programs (docs/contrib_survey.md, "Deep import
+# paths"): in TF 1.15 each of these modules re-exported tensorflow.python.tpu's
+# (e.g. tensorflow/contrib/tpu/python/tpu/tpu_config.py was
+# `from tensorflow.python.tpu.tpu_config import *`), so its names are the
+# served tf.contrib names. A value is (contrib submodule, name) or a
+# "module:attribute" target. Other names below tensorflow.contrib keep the
+# clear error.
+DEEP_IMPORTS = {
+    "tensorflow.contrib.tpu.python.tpu.tpu_config": {
+        name: ("tpu", name) for name in ("RunConfig", "TPUConfig", "InputPipelineConfig")},
+    "tensorflow.contrib.tpu.python.tpu.tpu_estimator": {
+        name: ("tpu", name) for name in ("TPUEstimator", "TPUEstimatorSpec")},
+    "tensorflow.contrib.tpu.python.tpu.tpu_optimizer": {
+        "CrossShardOptimizer": ("tpu", "CrossShardOptimizer")},
+    "tensorflow.contrib.tpu.python.tpu.tpu_function": {
+        # TF's own: tpu_compat's replicated steps set its number_of_shards.
+        "get_tpu_context": "tensorflow.python.tpu.tpu_function:get_tpu_context"},
+    "tensorflow.contrib.tpu.python.tpu.bfloat16": {
+        "bfloat16_scope": ("tpu", "bfloat16_scope")},
+    "tensorflow.contrib.tpu.python.tpu.tpu": {
+        name: ("tpu", name) for name in (
+            "initialize_system", "shutdown_system", "core", "outside_compilation",
+            "rewrite", "replicate", "shard", "batch_parallel")},
+    "tensorflow.contrib.tpu.python.ops.tpu_ops": {
+        "cross_replica_sum": ("tpu", "cross_replica_sum")},
+    "tensorflow.contrib.training.python.training.evaluation": {
+        "checkpoints_iterator": ("training", "checkpoints_iterator")},
+}
+
+
+class _DeepModule(types.ModuleType):
+    """A deep contrib module (or a package above one): its names, or one clear error."""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.__path__ = []
+        self.__loader__ = None
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        deep = deep_module(f"{self.__name__}.{name}")
+        if deep is not None:
+            return deep
+        value = DEEP_IMPORTS.get(self.__name__, {}).get(name)
+        if value is None:
+            raise ContribNotProvidedError(not_provided_message(
+                f"{self.__name__.replace('tensorflow.', 'tf.', 1)}.{name}"))
+        if isinstance(value, tuple):
+            short_name, attribute = value
+            return getattr(submodule(short_name), attribute)
+        return _load(value)
+
+    def __dir__(self):
+        names = set(DEEP_IMPORTS.get(self.__name__, ()))
+        names.update(path[len(self.__name__) + 1:].split(".")[0] for path in DEEP_IMPORTS
+                     if path.startswith(self.__name__ + "."))
+        return sorted(names)
+
+
+_deep_modules = {}
+
+
+def deep_module(dotted):
+    """The module object for a deep contrib path (a module of DEEP_IMPORTS or a
+    package above one, below ``tensorflow.contrib.X``), or None."""
+    if dotted.count(".") < 3 or not any(
+            path == dotted or path.startswith(dotted + ".") for path in DEEP_IMPORTS):
+        return None
+    if dotted not in _deep_modules:
+        _deep_modules[dotted] = _DeepModule(dotted)
+    return _deep_modules[dotted]
 
 
 class _ContribModule(types.ModuleType):
@@ -191,7 +362,13 @@ class _ContribModule(types.ModuleType):
         return submodule(name)
 
     def __dir__(self):
-        return sorted(_MODULES)
+        return sorted(set(_MODULES) | set(served_names(type(self))))
+
+    # The TF 1.4-1.14 alias of tf.keras: under tpu_compat the program's
+    # compat.v1 tf.keras (tf_keras, Keras 2). TF 1.14: tensorflow/contrib/
+    # keras/__init__.py re-exported tensorflow/contrib/keras/api/keras, the
+    # tf.keras API of that release.
+    keras = _serves("tensorflow:compat.v1.keras")
 
 
 _submodules = {}
@@ -208,6 +385,8 @@ def contrib_module():
 
 def submodule(short_name):
     """``tensorflow.contrib.<short_name>``; ContribNotProvidedError if not provided."""
+    if short_name in served_names(_ContribModule):  # tf.contrib.keras
+        return getattr(contrib_module(), short_name)
     if short_name not in _MODULES:
         raise ContribNotProvidedError(not_provided_message(f"tf.contrib.{short_name}"))
     if short_name not in _submodules:

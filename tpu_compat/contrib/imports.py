@@ -21,6 +21,8 @@ import threading
 import types
 
 from tpu_compat import contrib as contrib_lib
+from tpu_compat import deprecation
+from tpu_compat.runtime import hooks
 
 __all__ = ["import_route"]
 
@@ -51,12 +53,16 @@ class _TopLevelWithContrib(types.ModuleType):
 def _resolve(name, fromlist):
     """The module ``from tensorflow.contrib[.x] import ...`` needs."""
     parts = name.split(".")[2:]  # after tensorflow.contrib
-    if len(parts) > 1:
+    deep = contrib_lib.deep_module(name) if len(parts) > 1 else None
+    if len(parts) > 1 and deep is None:
         raise ImportError(contrib_lib.not_provided_message(
             "tf.contrib." + ".".join(parts)), name=name)
     try:
-        module = (contrib_lib.submodule(parts[0]) if parts
-                  else contrib_lib.contrib_module())
+        if deep is not None:  # tensorflow.contrib.tpu.python.tpu.tpu_config, ...
+            module = deep
+        else:
+            module = (contrib_lib.submodule(parts[0]) if parts
+                      else contrib_lib.contrib_module())
         for item in fromlist or ():
             if item != "*":
                 getattr(module, item)  # the name's own error, not "cannot import"
@@ -89,10 +95,16 @@ def import_route(changes):
     def route(next_import, name, globals=None, locals=None, fromlist=(), level=0):  # pylint: disable=redefined-builtin
         if name == _PREFIX or name.startswith(_PREFIX + "."):
             module = _resolve(name, fromlist)
+            # The table's import hook (TPC100): a tensorflow.contrib import is
+            # where such a program first stops on TF 2; warned at its line.
+            for record in hooks.imported_records(name):
+                deprecation.warn_legacy(record)
             if fromlist:
                 return module
             return _TopLevelWithContrib(next_import("tensorflow", globals, locals, (), 0))
         if name == "tensorflow" and fromlist and "contrib" in fromlist:
+            for record in hooks.imported_records(_PREFIX):
+                deprecation.warn_legacy(record)
             top = next_import(name, globals, locals, fromlist, level)
             return top if hasattr(top, "contrib") else _TopLevelWithContrib(top)
         module = next_import(name, globals, locals, fromlist, level)

@@ -90,6 +90,10 @@ METHOD_KEYWORDS: Dict[str, FrozenSet[str]]
 SYMBOL_MIDDLE_WORDS: Dict[str, FrozenSet[tuple]]
 MEMBERS, RECEIVER_ONLY, SYMBOL_PARENTS, METHOD_KEYWORDS, SYMBOL_MIDDLE_WORDS = _derive()
 NAMES = MEMBERS | frozenset(SYMBOL_PARENTS)
+# Modules every import of which is a finding (the table's import hooks):
+# their last names make a file a candidate, an import at or below one a finding.
+IMPORT_PREFIXES = tuple(sorted(_rules.IMPORT_PREFIX_RULES))
+NAMES = NAMES | frozenset(_last(prefix) for prefix in IMPORT_PREFIXES)
 
 # Every way the analysis recognises a strategy spells one of these: its
 # STRATEGY_* patterns all contain "trategy" (tests/test_migrate_prefilter.py).
@@ -168,6 +172,9 @@ def _symbols_written(text):
 def _import_names_symbol(dotted, relative, symbols):
     """Whether an import of ``dotted`` may bind a symbol's path (or, as libcst
     sees ``import a.b`` as attributes, name a member)."""
+    if not relative and any(dotted == prefix or dotted.startswith(prefix + ".")
+                            for prefix in IMPORT_PREFIXES):
+        return True
     parts = dotted.split(".")
     for index, name in enumerate(parts):
         if name in MEMBERS or name in RECEIVER_ONLY:

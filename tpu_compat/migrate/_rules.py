@@ -22,6 +22,24 @@ for _record in legacy_api.RECORDS:
 del _record
 SYMBOL_RULES = {imports.module_path(symbol): r for r in legacy_api.RECORDS
                 if r.kind == legacy_api.KIND_SYMBOL for symbol in r.symbols}
+# Modules whose every import is legacy: the targets of the table's import
+# hooks (TPC020 tensorflow.python.keras, TPC100 tensorflow.contrib). An
+# import statement of one of them, or of a module below it, that no symbol
+# rule names is reported with that record.
+IMPORT_PREFIX_RULES = {target: r for r in legacy_api.RECORDS
+                       if r.hook.kind == legacy_api.HOOK_IMPORT for target in r.hook.targets}
+
+
+def import_rule(path):
+    """The record an import of the dotted ``path`` is reported with, or None."""
+    record = SYMBOL_RULES.get(path)
+    if record is not None:
+        return record
+    for prefix, record in IMPORT_PREFIX_RULES.items():
+        if path == prefix or path.startswith(prefix + "."):
+            return record
+    return None
+
 
 # `reduce(op, value)` is legacy only without an axis (TPC002 is about the
 # missing argument, not the method).

@@ -306,6 +306,11 @@ class _Collector(cst.CSTVisitor):
 
     def visit_Import(self, node):
         self.import_seq[id(node)] = self._seq
+        for alias in node.names:
+            path = imports.canonical(dotted(alias.name) or "")
+            if path and path not in _rules.SYMBOL_RULES and _rules.import_rule(path):
+                # `import tensorflow.contrib.tpu`: the module itself is legacy.
+                self._add("import", alias, extra=(node, path, path))
 
     def visit_ImportFrom(self, node):
         self.import_seq[id(node)] = self._seq
@@ -316,7 +321,7 @@ class _Collector(cst.CSTVisitor):
             name = dotted(alias.name)
             if module and name:
                 path = imports.canonical(f"{module}.{name}")
-                if path in _rules.SYMBOL_RULES:
+                if _rules.import_rule(path) is not None:
                     self._add("import", alias, extra=(node, module, path))
                     self._legacy_names.add(
                         alias.asname.name.value if alias.asname else name)
@@ -594,7 +599,7 @@ class _Evaluator:
                     written=module, resolved=path, import_statement=statement,
                     single_name=len(statement.names) == 1,
                     visible=self.visible_modules(candidate.scope, candidate.seq))
-        record = _rules.SYMBOL_RULES[path]
+        record = _rules.import_rule(path)
         self.report(record, candidate.node.name, HIGH, site)
         bound = candidate.node.asname.name.value if candidate.node.asname else dotted(
             candidate.node.name)

@@ -75,6 +75,7 @@ def from_import_bindings(node: ast.ImportFrom) -> Iterable[Tuple[str, str, ast.a
         yield alias.asname or alias.name, path, alias
 
 
+_V1_CONTRIB = "tensorflow.compat.v1.contrib"
 _NESTED_COMPAT = re.compile(r"^tensorflow\.compat\.v[12]\.compat\.(v[12])(?=\.|$)")
 
 
@@ -85,6 +86,10 @@ def canonical(path: str) -> str:
     under ``import tensorflow.compat.v2 as tf`` the text
     ``tf.compat.v1.distribute`` means ``tensorflow.compat.v1.distribute``.
     """
+    if path == _V1_CONTRIB or path.startswith(_V1_CONTRIB + "."):
+        # tf.contrib hangs off TF 1.x's tensorflow, which compat.v1 mirrors:
+        # under `import tensorflow.compat.v1 as tf`, tf.contrib.X is tf.contrib.X.
+        path = "tensorflow.contrib" + path[len(_V1_CONTRIB):]
     while True:
         shorter = _NESTED_COMPAT.sub(r"tensorflow.compat.\1", path)
         if shorter == path:

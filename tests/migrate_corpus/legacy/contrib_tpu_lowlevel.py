@@ -1,9 +1,9 @@
 """A TF 1.12-1.14 TPU program: tf.contrib names and the low-level TPU API."""
 import tensorflow as tf
-from tensorflow.contrib import cluster_resolver as contrib_cluster_resolver
-from tensorflow.contrib import data as contrib_data
-from tensorflow.contrib import distribute as contrib_distribute
-from tensorflow.contrib import tpu as contrib_tpu
+from tensorflow.contrib import cluster_resolver as contrib_cluster_resolver  # expect: TPC100
+from tensorflow.contrib import data as contrib_data  # expect: TPC100
+from tensorflow.contrib import distribute as contrib_distribute  # expect: TPC100
+from tensorflow.contrib import tpu as contrib_tpu  # expect: TPC100
 import tensorflow.compat.v1 as tf1
 
 resolver = contrib_cluster_resolver.TPUClusterResolver(tpu='')  # expect: TPC063
