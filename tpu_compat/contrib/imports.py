@@ -51,6 +51,8 @@ class _TopLevelWithContrib(types.ModuleType):
 def _resolve(name, fromlist):
     """The module ``from tensorflow.contrib[.x] import ...`` needs."""
     parts = name.split(".")[2:]  # after tensorflow.contrib
+    if len(parts) > 1 and ".".join(parts) in contrib_lib.deep_paths():
+        parts = [".".join(parts)]
     if len(parts) > 1:
         raise ImportError(contrib_lib.not_provided_message(
             "tf.contrib." + ".".join(parts)), name=name)
