@@ -59,8 +59,10 @@ def test_infeed_outfeed_program_matches_numpy(replicas, feed, tmp_path):
 
 CHECKS = textwrap.dedent("""
     import numpy as np
-    import tensorflow as tf
+    import tensorflow.compat.v1 as tf
     from tensorflow.contrib import tpu
+
+    tf.disable_eager_execution()  # without --tf1: graph mode, control flow v2
 
     def error_of(build):
         try:
@@ -93,20 +95,27 @@ CHECKS = textwrap.dedent("""
             value = tpu.infeed_dequeue(tf.float32, [2])
             return total + value, tpu.outfeed_enqueue(value * 10.0)
         final = tpu.replicate(lambda: tpu.repeat(3, body, [tf.zeros([2])]), [[], []])
+        counted = tpu.replicate(
+            lambda i0: tpu.while_loop(lambda i, t: i < 4, lambda i, t: [i + 1, t + i],
+                                      [i0, tf.constant(0)]), [[0], [2]])
         with tf.Session() as sess:
             for _ in range(3):
                 sess.run(enq)
             totals = sess.run(final, options=tf.RunOptions(timeout_in_ms=20000))
             sent = sess.run(deq)
+            loops = sess.run(counted)
         print("TOTALS", [t[0].tolist() for t in totals])
+        print("WHILE", [[int(v) for v in r] for r in loops])
         print("SENT", [s.tolist() for s in sent])
 """)
 
 
-def test_feeds_check_their_arguments_and_block(tmp_path):
+@pytest.mark.parametrize("tf1", [True, False], ids=["tf1", "control_flow_v2"])
+def test_feeds_check_their_arguments_and_block(tf1, tmp_path):
     script = tmp_path / "checks.py"
     script.write_text(CHECKS)
-    result = check_ok(run_cli("run", "--tf1", "--replicas", "2", str(script)))
+    result = check_ok(run_cli("run", *(["--tf1"] if tf1 else []), "--replicas", "2",
+                              str(script)))
     lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
     assert "device_ordinal must be an int in [0, 2)" in lines["ORDINAL"]
     assert "inputs[0] has shape (4, 3) but shapes[0] is (2, 3)" in lines["ENQSHAPE"]
@@ -116,3 +125,6 @@ def test_feeds_check_their_arguments_and_block(tmp_path):
     assert lines["BLOCKED"] == "yes"
     assert lines["TOTALS"] == "[[3.0, 3.0], [6.0, 6.0]]"
     assert lines["SENT"] == "[[10.0, 10.0], [20.0, 20.0]]"
+    # tpu.while_loop: replica 0 counts 0..3 (sum 6); the loop's trip count is
+    # replica 0's, as one TPU program's is (replica 1 starts at 2: 2 + 3 + 4 + 5).
+    assert lines["WHILE"] == "[[4, 6], [6, 14]]"

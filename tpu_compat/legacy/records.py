@@ -913,7 +913,7 @@ RECORDS = (
         # Run-time hooks: tpu_compat/contrib/ (the names are read from tf.contrib.tpu
         # or tensorflow.contrib.tpu.ops.gen_tpu_ops); served by lowlevel/feeds.py, loops.py.
         LegacyAPI(
-                rule="TPC140", api="tf.contrib.tpu.infeed_enqueue_tuple",
+                rule="TPC140", api="tf.contrib.tpu.infeed_enqueue_tuple / tf.contrib.tpu.ops.gen_tpu_ops.infeed_enqueue_tuple",
                 kind=KIND_SYMBOL, name="infeed_enqueue_tuple",
                 hook=reads(f"{_CONTRIB}:ContribTPU.infeed_enqueue_tuple",
                            f"{_CONTRIB}:ContribGenTPUOps.infeed_enqueue_tuple"),
@@ -926,7 +926,7 @@ RECORDS = (
                 symbols=("tf.contrib.tpu.infeed_enqueue_tuple",
                          "tensorflow.contrib.tpu.ops.gen_tpu_ops.infeed_enqueue_tuple")),
         LegacyAPI(
-                rule="TPC141", api="tf.contrib.tpu.infeed_enqueue",
+                rule="TPC141", api="tf.contrib.tpu.infeed_enqueue / tf.contrib.tpu.ops.gen_tpu_ops.infeed_enqueue",
                 kind=KIND_SYMBOL, name="infeed_enqueue",
                 hook=reads(f"{_CONTRIB}:ContribTPU.infeed_enqueue",
                            f"{_CONTRIB}:ContribGenTPUOps.infeed_enqueue"),
@@ -939,7 +939,7 @@ RECORDS = (
                 symbols=("tf.contrib.tpu.infeed_enqueue",
                          "tensorflow.contrib.tpu.ops.gen_tpu_ops.infeed_enqueue")),
         LegacyAPI(
-                rule="TPC142", api="tf.contrib.tpu.infeed_dequeue_tuple",
+                rule="TPC142", api="tf.contrib.tpu.infeed_dequeue_tuple / tf.contrib.tpu.ops.gen_tpu_ops.infeed_dequeue_tuple",
                 kind=KIND_SYMBOL, name="infeed_dequeue_tuple",
                 hook=reads(f"{_CONTRIB}:ContribTPU.infeed_dequeue_tuple",
                            f"{_CONTRIB}:ContribGenTPUOps.infeed_dequeue_tuple"),
@@ -952,7 +952,7 @@ RECORDS = (
                 symbols=("tf.contrib.tpu.infeed_dequeue_tuple",
                          "tensorflow.contrib.tpu.ops.gen_tpu_ops.infeed_dequeue_tuple")),
         LegacyAPI(
-                rule="TPC143", api="tf.contrib.tpu.infeed_dequeue",
+                rule="TPC143", api="tf.contrib.tpu.infeed_dequeue / tf.contrib.tpu.ops.gen_tpu_ops.infeed_dequeue",
                 kind=KIND_SYMBOL, name="infeed_dequeue",
                 hook=reads(f"{_CONTRIB}:ContribTPU.infeed_dequeue",
                            f"{_CONTRIB}:ContribGenTPUOps.infeed_dequeue"),
@@ -965,7 +965,7 @@ RECORDS = (
                 symbols=("tf.contrib.tpu.infeed_dequeue",
                          "tensorflow.contrib.tpu.ops.gen_tpu_ops.infeed_dequeue")),
         LegacyAPI(
-                rule="TPC144", api="tf.contrib.tpu.outfeed_enqueue_tuple",
+                rule="TPC144", api="tf.contrib.tpu.outfeed_enqueue_tuple / tf.contrib.tpu.ops.gen_tpu_ops.outfeed_enqueue_tuple",
                 kind=KIND_SYMBOL, name="outfeed_enqueue_tuple",
                 hook=reads(f"{_CONTRIB}:ContribTPU.outfeed_enqueue_tuple",
                            f"{_CONTRIB}:ContribGenTPUOps.outfeed_enqueue_tuple"),
@@ -978,7 +978,7 @@ RECORDS = (
                 symbols=("tf.contrib.tpu.outfeed_enqueue_tuple",
                          "tensorflow.contrib.tpu.ops.gen_tpu_ops.outfeed_enqueue_tuple")),
         LegacyAPI(
-                rule="TPC145", api="tf.contrib.tpu.outfeed_enqueue",
+                rule="TPC145", api="tf.contrib.tpu.outfeed_enqueue / tf.contrib.tpu.ops.gen_tpu_ops.outfeed_enqueue",
                 kind=KIND_SYMBOL, name="outfeed_enqueue",
                 hook=reads(f"{_CONTRIB}:ContribTPU.outfeed_enqueue",
                            f"{_CONTRIB}:ContribGenTPUOps.outfeed_enqueue"),
@@ -991,7 +991,7 @@ RECORDS = (
                 symbols=("tf.contrib.tpu.outfeed_enqueue",
                          "tensorflow.contrib.tpu.ops.gen_tpu_ops.outfeed_enqueue")),
         LegacyAPI(
-                rule="TPC146", api="tf.contrib.tpu.outfeed_dequeue_tuple",
+                rule="TPC146", api="tf.contrib.tpu.outfeed_dequeue_tuple / tf.contrib.tpu.ops.gen_tpu_ops.outfeed_dequeue_tuple",
                 kind=KIND_SYMBOL, name="outfeed_dequeue_tuple",
                 hook=reads(f"{_CONTRIB}:ContribTPU.outfeed_dequeue_tuple",
                            f"{_CONTRIB}:ContribGenTPUOps.outfeed_dequeue_tuple"),
@@ -1004,7 +1004,7 @@ RECORDS = (
                 symbols=("tf.contrib.tpu.outfeed_dequeue_tuple",
                          "tensorflow.contrib.tpu.ops.gen_tpu_ops.outfeed_dequeue_tuple")),
         LegacyAPI(
-                rule="TPC147", api="tf.contrib.tpu.outfeed_dequeue",
+                rule="TPC147", api="tf.contrib.tpu.outfeed_dequeue / tf.contrib.tpu.ops.gen_tpu_ops.outfeed_dequeue",
                 kind=KIND_SYMBOL, name="outfeed_dequeue",
                 hook=reads(f"{_CONTRIB}:ContribTPU.outfeed_dequeue",
                            f"{_CONTRIB}:ContribGenTPUOps.outfeed_dequeue"),

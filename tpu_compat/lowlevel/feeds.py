@@ -105,17 +105,24 @@ def _as_shapes(api, shapes, count, argument="shapes"):
 
 def _feed(api, kind, ordinal, dtypes, shapes, argument):
     """Core ``ordinal``'s ``kind`` queue in the default graph, built or checked."""
-    graph = ops.get_default_graph()
+    with ops.init_scope():
+        # The graph the queue lives in: the outer graph, also when a replica is
+        # built in a while-loop body (control flow v2 builds a FuncGraph).
+        graph = ops.get_default_graph()
     with _lock:
         feeds = _queues.setdefault(graph, {})
         existing = feeds.get((kind, ordinal))
         if existing is None:
             # Outside any loop, control dependency or replica name scope: the
             # queue lives on the host, one per core, for the whole graph.
-            with ops.init_scope(), ops.device(_HOST):
+            with ops.init_scope(), graph.as_default(), graph.name_scope(None), \
+                    ops.device(_HOST):
+                before = len(graph.get_operations())
                 queue = tf.queue.FIFOQueue(
                     CAPACITY, dtypes, shapes=shapes,
                     name=f"tpu_compat_{kind}_core_{ordinal}")
+                # The queue is the host's, even when a replica's dequeue built it.
+                fidelity.mark_host_ops(graph.get_operations()[before:])
             feeds[(kind, ordinal)] = _Feed(queue, dtypes, shapes, api)
             return queue
     if list(existing.dtypes) != list(dtypes):
