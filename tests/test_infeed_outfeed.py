@@ -57,6 +57,13 @@ def test_infeed_outfeed_program_matches_numpy(replicas, feed, tmp_path):
     assert ("TPC148" in result.stderr) == (feed == "threads")
 
 
+def test_scan_reports_the_feed_names():
+    result = run_cli("scan", "tests/scenarios/infeed_outfeed_program.py")
+    assert result.returncode == 1, result.stderr  # findings
+    for rule in ("TPC140", "TPC142", "TPC144", "TPC146", "TPC148"):
+        assert rule in result.stdout
+
+
 CHECKS = textwrap.dedent("""
     import numpy as np
     import tensorflow.compat.v1 as tf
@@ -79,6 +86,10 @@ CHECKS = textwrap.dedent("""
         lambda: tpu.infeed_dequeue_tuple([tf.float32], [(2, 3)]), num_shards=2)))
     print("DEQDTYPE", error_of(lambda: tpu.batch_parallel(
         lambda: tpu.infeed_dequeue_tuple([tf.int32], [(4, 3)]), num_shards=2)))
+    print("LOOPDTYPE", error_of(lambda: tpu.batch_parallel(
+        lambda: tpu.repeat(2, lambda t: tf.cast(t, tf.int32), [tf.zeros([2])]), num_shards=2)))
+    print("UINT8", error_of(lambda: tpu.batch_parallel(
+        lambda: tpu.infeed_dequeue(tf.uint8, [2]), num_shards=2)))
     print("OUTSIDE", error_of(lambda: tpu.infeed_dequeue_tuple([tf.float32], [(4, 3)])))
     out = tpu.outfeed_dequeue_tuple([tf.float32], [()], device_ordinal=0)
     try:
@@ -122,6 +133,8 @@ def test_feeds_check_their_arguments_and_block(tf1, tmp_path):
     assert "infeed_dequeue_tuple: shapes [[2, 3]]" in lines["DEQSHAPE"]
     assert "infeed_dequeue_tuple: dtypes ['int32']" in lines["DEQDTYPE"]
     assert "inside a replicated TPU computation" in lines["OUTSIDE"]
+    assert "body: the loop carries ['int32', 'float32']" in lines["LOOPDTYPE"]
+    assert "uint8 is not a supported TPU infeed type" in lines["UINT8"]
     assert lines["BLOCKED"] == "yes"
     assert lines["TOTALS"] == "[[3.0, 3.0], [6.0, 6.0]]"
     assert lines["SENT"] == "[[10.0, 10.0], [20.0, 20.0]]"

@@ -1,9 +1,11 @@
 """TF 1.x's infeed and outfeed on the emulated TPU: per-core host<->device queues.
 
 A TF 1.x program on a TPU feeds each core from the host and drains what each
-core sends back (TF r1.15, tensorflow/contrib/tpu/python/ops/tpu_ops.py and
-tensorflow/python/tpu/ops/tpu_ops.py, the ops of
-tensorflow/core/ops/tpu_infeed_ops.cc / tpu_outfeed_ops.cc):
+core sends back (the ops of TF 1.x's tpu_ops.py: tensorflow/contrib/tpu/python/ops/
+tpu_ops.py up to r1.12, tensorflow/python/tpu/ops/tpu_ops.py from r1.13, over
+gen_tpu_ops; the pattern as the AI Platform template cloudml-samples
+tpu/templates/tpu_rewrite/trainer_infeed_outfeed.py and the codelab
+training-data-analyst quests/tpu/tpu_fundamentals.ipynb use it):
 
 * on the host, ``infeed_enqueue_tuple(inputs, shapes, device_ordinal=k)``
   puts one tuple into core ``k``'s infeed, and
@@ -17,8 +19,9 @@ tensorflow/core/ops/tpu_infeed_ops.cc / tpu_outfeed_ops.cc):
 The emulated TPU keeps, per graph and per core ordinal, one infeed and one
 outfeed ``FIFOQueue`` placed on the host CPU. Replica ``k`` (the ``k``-th core
 of the emulated TPU) drains infeed ``k`` and fills outfeed ``k``. Both ends
-agree on the tuple's dtypes and per-core shapes, as a TPU checks them: the
-first end built fixes them and the other end is checked against them, at
+agree on the tuple's dtypes and per-core shapes (the ops carry them as
+attributes; the TPU program is compiled for the dequeue's shapes): the first
+end built fixes them and the other end is checked against them, at
 graph-construction time, with an error naming the argument.
 
 Blocking is a TPU's: a dequeue waits until its queue has an element (use
@@ -37,7 +40,7 @@ from tpu_compat.lowlevel.cross_replica import emulated_replica_context
 from tpu_compat.runtime import backend as backend_lib
 from tpu_compat.runtime import fidelity
 
-__all__ = ["CAPACITY", "infeed_dequeue", "infeed_dequeue_tuple", "infeed_enqueue",
+__all__ = ["CAPACITY", "SUPPORTED_INFEED_DTYPES", "infeed_dequeue", "infeed_dequeue_tuple", "infeed_enqueue",
            "infeed_enqueue_tuple", "outfeed_dequeue", "outfeed_dequeue_tuple",
            "outfeed_enqueue", "outfeed_enqueue_tuple"]
 
@@ -45,6 +48,13 @@ __all__ = ["CAPACITY", "infeed_dequeue", "infeed_dequeue_tuple", "infeed_enqueue
 CAPACITY = 1024
 
 _HOST = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+# What a TPU's infeed carries. TF 1.x's tpu_ops.py (tensorflow/contrib/tpu/python/ops/
+# tpu_ops.py up to r1.12, tensorflow/python/tpu/ops/tpu_ops.py from r1.13):
+# infeed_dequeue(_tuple) refused any other dtype with a TypeError (a uint8 image or a
+# string feature was the common mistake).
+SUPPORTED_INFEED_DTYPES = (tf.bool, tf.int32, tf.int64, tf.bfloat16, tf.float32,
+                           tf.complex64)
 _lock = threading.Lock()
 _queues = weakref.WeakKeyDictionary()  # graph -> {(kind, ordinal): _Feed}
 
@@ -170,8 +180,7 @@ def _graph_mode(api):
 def infeed_enqueue_tuple(inputs, shapes, layouts=None, device_ordinal=-1, name=None):
     """``infeed_enqueue_tuple``: the host puts one tuple into core ``device_ordinal``'s infeed.
 
-    ``shapes`` are the per-core shapes of ``inputs`` (TF r1.15
-    tensorflow/core/ops/tpu_infeed_ops.cc: ``shapes`` must match the inputs).
+    ``shapes`` are the per-core shapes of ``inputs`` (they must match them).
     """
     if not native.on_emulated_tpu():
         return native.NATIVE.infeed_enqueue_tuple(
@@ -211,7 +220,7 @@ def infeed_enqueue(input, shape=None, layout=None, device_ordinal=-1, name=None)
 def outfeed_dequeue_tuple(dtypes, shapes, device_ordinal=-1, name=None):
     """``outfeed_dequeue_tuple``: the host takes one tuple from core ``device_ordinal``'s outfeed.
 
-    Blocks until the core has sent one (TF r1.15 tensorflow/core/ops/tpu_outfeed_ops.cc).
+    Blocks until the core has sent one.
     """
     if not native.on_emulated_tpu():
         return native.NATIVE.outfeed_dequeue_tuple(
@@ -248,6 +257,12 @@ def infeed_dequeue_tuple(dtypes, shapes, name=None):
     api = "infeed_dequeue_tuple"
     _graph_mode(api)
     dtypes = _as_dtypes(api, dtypes)
+    for dtype in dtypes:
+        if dtype not in SUPPORTED_INFEED_DTYPES:
+            raise TypeError(
+                f"{api}: dtypes: {dtype.name} is not a supported TPU infeed type; "
+                f"supported: {', '.join(d.name for d in SUPPORTED_INFEED_DTYPES)} "
+                f"(cast it in the input pipeline)")
     shapes = _as_shapes(api, shapes, len(dtypes))
     ordinal = _replica_ordinal(api)
     queue = _feed(api, "infeed", ordinal, dtypes, shapes, "shapes")

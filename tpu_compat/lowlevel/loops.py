@@ -1,6 +1,7 @@
 """``tpu.repeat`` / ``tpu.while_loop`` (TF 1.x's training loop) on the emulated TPU.
 
-TF r1.15 tensorflow/python/tpu/training_loop.py: ``while_loop(condition, body,
+TF 1.x training_loop.py (tensorflow/contrib/tpu/python/tpu/training_loop.py up to
+r1.12, tensorflow/python/tpu/training_loop.py from r1.13): ``while_loop(condition, body,
 inputs)`` builds an on-device loop whose ``body`` returns the new loop-carried
 tensors followed by operations (the train op, an outfeed enqueue), which run
 every iteration; ``repeat(n, body, inputs)`` is that loop with a counter, and
@@ -37,8 +38,9 @@ def _as_list(values):
     return [values]
 
 
-def _split_body_outputs(outputs, arity):
-    """TF r1.15 training_loop.py's body rule: tensors (as many as the inputs), then ops."""
+def _split_body_outputs(outputs, input_dtypes):
+    """training_loop.py's body rule: tensors (the inputs' dtypes), then operations."""
+    arity = len(input_dtypes)
     outputs = _as_list(outputs)
     tensors, operations = [], []
     for value in outputs:
@@ -53,17 +55,23 @@ def _split_body_outputs(outputs, arity):
         raise TypeError(
             f"body: the loop carries {arity} tensor(s) but the body returned "
             f"{len(tensors)}; return the new value of each input, then operations")
+    output_dtypes = [t.dtype for t in tensors]
+    if output_dtypes != list(input_dtypes):
+        raise TypeError(
+            f"body: the loop carries {[d.name for d in input_dtypes]} but the body "
+            f"returned {[d.name for d in output_dtypes]} (TF 1.x: 'Mismatch between "
+            f"input types and output types for training loop body')")
     return tensors, operations
 
 
-def _replica_step(body, arity):
+def _replica_step(body, input_dtypes):
     """One iteration on one replica: ``body(*values)`` -> (new values, done op)."""
     from tpu_compat.lowlevel import host, replication  # pylint: disable=import-outside-toplevel
 
     def step(values):
         with host.collecting_host_ops() as host_ops, \
                 tf.variable_creator_scope(replication.replica_variable_creator):
-            tensors, operations = _split_body_outputs(body(*values), arity)
+            tensors, operations = _split_body_outputs(body(*values), input_dtypes)
         done = tf.group(*(operations + host_ops + [t.op for t in tensors]))
         return tuple(tensors), done
 
@@ -73,6 +81,7 @@ def _replica_step(body, arity):
 def _emulated_loop(context, condition, body, inputs):
     """The loop built once where the replicas meet; this replica's final values."""
     arity = len(inputs)
+    input_dtypes = [x.dtype for x in inputs]
 
     def merge(strategy, per_replica_inputs):
         replicas = strategy.num_replicas_in_sync
@@ -94,7 +103,7 @@ def _emulated_loop(context, condition, body, inputs):
         def loop_body(*flat_values):
             per_replica = values_lib.PerReplica(tuple(tuple(v) for v in unflatten(flat_values)))
             tensors, done = strategy.extended.call_for_each_replica(
-                _replica_step(body, arity), args=(per_replica,))
+                _replica_step(body, input_dtypes), args=(per_replica,))
             done = strategy.experimental_local_results(done)
             per_output = [strategy.experimental_local_results(t) for t in tensors]
             with tf.control_dependencies(done):
@@ -106,10 +115,11 @@ def _emulated_loop(context, condition, body, inputs):
 
         carried = flat if flat else [tf.constant(0)]
         if not flat:
+            # No loop values: TF 1.x carried a dummy 0 and returned it.
             finished = tf.compat.v1.while_loop(
                 lambda _: condition(), lambda _: loop_body(), carried,
                 parallel_iterations=1)
-            return finished.op if isinstance(finished, tf.Tensor) else finished[0].op
+            return _as_list(finished)[0]
         finished = tf.compat.v1.while_loop(loop_condition, loop_body, carried,
                                            parallel_iterations=1)
         finished = _as_list(finished)
@@ -117,9 +127,10 @@ def _emulated_loop(context, condition, body, inputs):
                                            for r in range(replicas)))
 
     result = context.merge_call(merge, args=(tuple(inputs),))
-    if isinstance(result, tf.Operation):
+    if isinstance(result, tf.Tensor):
         return result
-    return list(result)
+    # TF 1.x's control_flow_ops.while_loop unpacked a single loop value.
+    return result[0] if arity == 1 else list(result)
 
 
 def _check_callable(api, argument, fn):
@@ -128,10 +139,10 @@ def _check_callable(api, argument, fn):
 
 
 def while_loop(condition, body, inputs=None, infeed_queue=None, name=None):
-    """``tpu.while_loop``: an on-device loop (TF r1.15 training_loop.while_loop).
+    """``tpu.while_loop``: an on-device loop (TF 1.x training_loop.while_loop).
 
-    Returns the final loop-carried values (a list), or an Operation when the
-    loop carries none.
+    Returns the final loop-carried values (a list), or a dummy scalar 0 whose
+    op runs the loop when it carries none, as TF 1.x did.
     """
     if not native.on_emulated_tpu():
         return native.NATIVE.while_loop(condition, body, inputs=inputs,
@@ -141,11 +152,10 @@ def while_loop(condition, body, inputs=None, infeed_queue=None, name=None):
     _check_callable("tpu.while_loop", "body", body)
     context = emulated_replica_context()
     if infeed_queue is not None:
-        inner_body = body
-
-        def body(*values):  # pylint: disable=function-redefined
-            # TF r1.15: the infeed's tuple is appended to the body's arguments.
-            return inner_body(*values, *infeed_queue.generate_dequeue_op())
+        raise ValueError(
+            "tpu.while_loop: infeed_queue (a tf.contrib.tpu.InfeedQueue) is not "
+            "supported on the emulated TPU; dequeue in the body with "
+            "tf.contrib.tpu.infeed_dequeue_tuple(dtypes, shapes) instead")
     inputs = [tf.convert_to_tensor(x) for x in _as_list(inputs)]
     if context is None:
         # Outside a replicated computation: TensorFlow's own graph loop.
@@ -154,7 +164,7 @@ def while_loop(condition, body, inputs=None, infeed_queue=None, name=None):
 
 
 def repeat(n, body, inputs=None, infeed_queue=None, name=None):
-    """``tpu.repeat``: ``body`` ``n`` times on the device (TF r1.15 training_loop.repeat).
+    """``tpu.repeat``: ``body`` ``n`` times on the device (TF 1.x training_loop.repeat).
 
     Returns the final values of ``inputs``, or an Operation when ``inputs`` is
     None, as TF 1.15 did.
