@@ -10,6 +10,7 @@ and batch_parallel(step) without repeat, all in the main thread.
 import argparse
 import os
 import threading
+import time
 from functools import partial
 
 import numpy as np
@@ -81,6 +82,7 @@ def main(args):
     sess.run(tpu_init)
     sess.run(tf.global_variables_initializer())
     outfeed_data = []
+    started = time.time()
 
     if args.feed == 'threads':
         def _run_infeed():
@@ -104,6 +106,7 @@ def main(args):
             sess.run(tpu_computation, options=TIMEOUT)
             outfeed_data.append(sess.run(outfeed_ops, options=TIMEOUT))
 
+    train_seconds = time.time() - started
     sess.run(tpu_shutdown)
     saver.save(sess, os.path.join(args.model_dir, 'model.ckpt'), global_step=args.max_steps)
     with tf.variable_scope('linear', reuse=True):
@@ -113,6 +116,7 @@ def main(args):
     print('last global_step:', max(int(gs) for gs, _ in outfeed_data[-1]))
     print('last loss:', float(np.mean([loss for _, loss in outfeed_data[-1]])))
     print('global_step:', sess.run(tf.train.get_global_step()))
+    print('train_seconds:', train_seconds)
 
 
 if __name__ == '__main__':
