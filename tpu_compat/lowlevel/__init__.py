@@ -83,11 +83,6 @@ __all__ = [
     "while_loop",
 ]
 
-# TF 1.x's infeed/outfeed ops and training loop (tf.contrib.tpu's names; TF 1.15's
-# tf.compat.v1.tpu did not have them): served through tpu_compat.contrib.
-FEED_AND_LOOP_NAMES = ("infeed_dequeue", "infeed_dequeue_tuple", "infeed_enqueue",
-                       "infeed_enqueue_tuple", "outfeed_dequeue", "outfeed_dequeue_tuple",
-                       "outfeed_enqueue", "outfeed_enqueue_tuple", "repeat", "while_loop")
 
 # The tf.compat.v1.tpu names install() routes here (tpu_compat.patching.namespaces).
 ROUTED_NAMES = ("CrossShardOptimizer", "batch_parallel", "bfloat16_scope", "core",
