@@ -260,3 +260,34 @@ def test_cross_replica_sum_inside_a_tpu_strategy_replica(tpu8):
     assert {float(s) for s in strategy.experimental_local_results(shards)} == {8.0}
     np.testing.assert_equal(tpu_function.get_tpu_context().number_of_shards,
                             None)
+
+
+def test_real_tpu_feeds_and_training_loop_reach_tensorflow(native):
+    # Issue 22: on a real TPU the infeed/outfeed ops and the training loop are
+    # TensorFlow's own (tpu_ops, training_loop), called with the program's arguments.
+    lowlevel.infeed_enqueue_tuple(["x"], [[2]], device_ordinal=3)
+    lowlevel.infeed_enqueue("x", [2], device_ordinal=1)
+    lowlevel.infeed_dequeue_tuple(["f"], [[2]], name="d")
+    lowlevel.infeed_dequeue("f", [2])
+    lowlevel.outfeed_enqueue_tuple(["y"])
+    lowlevel.outfeed_enqueue("y")
+    lowlevel.outfeed_dequeue_tuple(["f"], [[]], device_ordinal=5)
+    lowlevel.outfeed_dequeue("f", [], device_ordinal=2)
+    lowlevel.repeat(4, computation)
+    lowlevel.while_loop(computation, computation, [1])
+    assert native == [
+        ("infeed_enqueue_tuple", (), dict(inputs=["x"], shapes=[[2]], layouts=[],
+                                          device_ordinal=3, name=None)),
+        ("infeed_enqueue", (), dict(input="x", shape=[2], layout=[], device_ordinal=1,
+                                    name=None)),
+        ("infeed_dequeue_tuple", (), dict(dtypes=["f"], shapes=[[2]], name="d")),
+        ("infeed_dequeue", (), dict(dtype="f", shape=[2], name=None)),
+        ("outfeed_enqueue_tuple", (), dict(inputs=["y"], name=None)),
+        ("outfeed_enqueue", (), dict(input="y", name=None)),
+        ("outfeed_dequeue_tuple", (), dict(dtypes=["f"], shapes=[[]], device_ordinal=5,
+                                           name=None)),
+        ("outfeed_dequeue", (), dict(dtype="f", shape=[], device_ordinal=2, name=None)),
+        ("repeat", (4, computation), dict(inputs=None, infeed_queue=None, name=None)),
+        ("while_loop", (computation, computation), dict(inputs=[1], infeed_queue=None,
+                                                        name=None)),
+    ]

@@ -279,6 +279,32 @@ def tf115_low_level_tpu_graph():
         with tpu.bfloat16_scope():  # TPC048
             tf.constant(1.0)
         tpu.shutdown_system()  # TPC050
+@snippet
+def tf1_infeed_outfeed_pattern():
+    from tensorflow.contrib.tpu.ops.gen_tpu_ops import outfeed_dequeue_tuple  # TPC146
+    contrib = tf.compat.v1.contrib
+    with tf.Graph().as_default():
+        contrib.tpu.infeed_enqueue_tuple([tf.ones([2])], [(2,)], device_ordinal=0)  # TPC140
+        contrib.tpu.infeed_enqueue(tf.ones([2]), device_ordinal=1)  # TPC141
+        outfeed_dequeue_tuple([tf.float32], [(2,)], device_ordinal=0)
+        contrib.tpu.outfeed_dequeue(tf.float32, (2,), device_ordinal=1)  # TPC147
+        dequeue_tuple = contrib.tpu.infeed_dequeue_tuple  # TPC142
+        dequeue = contrib.tpu.infeed_dequeue  # TPC143
+        send_tuple = contrib.tpu.outfeed_enqueue_tuple  # TPC144
+        send = contrib.tpu.outfeed_enqueue  # TPC145
+        repeat = contrib.tpu.repeat  # TPC148
+        while_loop = contrib.tpu.while_loop  # TPC149
+        batch_parallel = tf.compat.v1.tpu.batch_parallel
+
+        def step():
+            x = dequeue_tuple([tf.float32], [(2,)])[0] + dequeue(tf.float32, (2,))
+            return send_tuple([x]), send(x)
+
+        batch_parallel(lambda: repeat(2, step), num_shards=2)  # TPC045
+        batch_parallel(lambda: while_loop(lambda i: i < 2, lambda i: i + 1, [0]),  # TPC045
+                       num_shards=2)
+
+
 # -- tf.estimator and TPUEstimator programs (TPC070-TPC087) -----------------------
 # tpu-compat run routes tf.estimator / tf.compat.v1.estimator (TF 2.16 removed
 # them); the Estimator builds its own graphs in this eager process, and the

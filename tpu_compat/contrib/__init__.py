@@ -46,9 +46,10 @@ import types
 from tpu_compat.runtime import hooks
 
 __all__ = ["ContribCloud", "ContribClusterResolver", "ContribData", "ContribDistribute",
-           "ContribFramework", "ContribLayers", "ContribNotProvidedError", "ContribRNN",
-           "ContribSummary", "ContribTPU", "ContribTraining", "DEEP_IMPORTS", "contrib_module",
-           "deep_module", "not_provided_message", "served_names", "submodule"]
+           "ContribFramework", "ContribGenTPUOps", "ContribLayers", "ContribNotProvidedError",
+           "ContribRNN", "ContribSummary", "ContribTPU", "ContribTraining", "DEEP_IMPORTS",
+           "contrib_module", "deep_module", "deep_paths", "not_provided_message", "served_names",
+           "submodule"]
 
 
 class ContribNotProvidedError(AttributeError):
@@ -156,6 +157,34 @@ class ContribTPU(_ContribSubmodule):
     # The same class (TF 1.15: tensorflow/contrib/tpu/__init__.py re-exported
     # tensorflow.python.tpu.topology.Topology).
     Topology = _serves("tensorflow.python.tpu.topology:Topology")
+    # TF 1.x's infeed/outfeed and training loop (issue 22; lowlevel/feeds.py, loops.py).
+    infeed_enqueue_tuple = _serves(f"{_TPU}:infeed_enqueue_tuple")
+    infeed_enqueue = _serves(f"{_TPU}:infeed_enqueue")
+    infeed_dequeue_tuple = _serves(f"{_TPU}:infeed_dequeue_tuple")
+    infeed_dequeue = _serves(f"{_TPU}:infeed_dequeue")
+    outfeed_enqueue_tuple = _serves(f"{_TPU}:outfeed_enqueue_tuple")
+    outfeed_enqueue = _serves(f"{_TPU}:outfeed_enqueue")
+    outfeed_dequeue_tuple = _serves(f"{_TPU}:outfeed_dequeue_tuple")
+    outfeed_dequeue = _serves(f"{_TPU}:outfeed_dequeue")
+    repeat = _serves(f"{_TPU}:repeat")
+    while_loop = _serves(f"{_TPU}:while_loop")
+
+
+class ContribGenTPUOps(_ContribSubmodule):
+    """``tensorflow.contrib.tpu.ops.gen_tpu_ops``: the feed ops by their deep import path.
+
+    The TPU fundamentals codelab (training-data-analyst quests/tpu/tpu_fundamentals.ipynb)
+    imports the host ops from here; the same functions as ``tf.contrib.tpu``'s.
+    """
+    SHORT_NAME = "tpu.ops.gen_tpu_ops"
+    infeed_enqueue_tuple = _serves(f"{_TPU}:infeed_enqueue_tuple")
+    infeed_enqueue = _serves(f"{_TPU}:infeed_enqueue")
+    infeed_dequeue_tuple = _serves(f"{_TPU}:infeed_dequeue_tuple")
+    infeed_dequeue = _serves(f"{_TPU}:infeed_dequeue")
+    outfeed_enqueue_tuple = _serves(f"{_TPU}:outfeed_enqueue_tuple")
+    outfeed_enqueue = _serves(f"{_TPU}:outfeed_enqueue")
+    outfeed_dequeue_tuple = _serves(f"{_TPU}:outfeed_dequeue_tuple")
+    outfeed_dequeue = _serves(f"{_TPU}:outfeed_dequeue")
 
 
 class ContribDistribute(_ContribSubmodule):
@@ -371,6 +400,9 @@ class _ContribModule(types.ModuleType):
     keras = _serves("tensorflow:compat.v1.keras")
 
 
+# Import paths below a contrib module that programs use (docs/contrib_survey.md).
+_DEEP_MODULES = {cls.SHORT_NAME: cls for cls in (ContribGenTPUOps,)}
+
 _submodules = {}
 _contrib = None
 
@@ -383,10 +415,23 @@ def contrib_module():
     return _contrib
 
 
+def deep_paths():
+    """The import paths below a contrib module that are served (``tpu.ops.gen_tpu_ops``)."""
+    return tuple(_DEEP_MODULES)
+
+
 def submodule(short_name):
-    """``tensorflow.contrib.<short_name>``; ContribNotProvidedError if not provided."""
+    """``tensorflow.contrib.<short_name>``; ContribNotProvidedError if not provided.
+
+    ``short_name`` may be a served deep path (``tpu.ops.gen_tpu_ops``).
+    """
     if short_name in served_names(_ContribModule):  # tf.contrib.keras
         return getattr(contrib_module(), short_name)
+    if short_name in _DEEP_MODULES:
+        if short_name not in _submodules:
+            _submodules[short_name] = _DEEP_MODULES[short_name]()
+            _submodules[short_name].__loader__ = None
+        return _submodules[short_name]
     if short_name not in _MODULES:
         raise ContribNotProvidedError(not_provided_message(f"tf.contrib.{short_name}"))
     if short_name not in _submodules:

@@ -54,6 +54,8 @@ def _resolve(name, fromlist):
     """The module ``from tensorflow.contrib[.x] import ...`` needs."""
     parts = name.split(".")[2:]  # after tensorflow.contrib
     deep = contrib_lib.deep_module(name) if len(parts) > 1 else None
+    if deep is None and ".".join(parts) in contrib_lib.deep_paths():
+        parts = [".".join(parts)]  # tensorflow.contrib.tpu.ops.gen_tpu_ops
     if len(parts) > 1 and deep is None:
         raise ImportError(contrib_lib.not_provided_message(
             "tf.contrib." + ".".join(parts)), name=name)

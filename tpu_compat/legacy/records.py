@@ -1166,6 +1166,131 @@ RECORDS = (
                 replacement="nothing: TF 2 has no GCS block-cache setting to send to a worker",
                 note="configure_gcs's block_cache argument (TPC109); checked, not sent.",
                 symbols=("tf.contrib.cloud.BlockCacheParams",)),
+        # -- TF 1.x infeed/outfeed and training loop (issue 22 item 3, TPC140-TPC149).
+        # Run-time hooks: tpu_compat/contrib/ (the names are read from tf.contrib.tpu
+        # or tensorflow.contrib.tpu.ops.gen_tpu_ops); served by lowlevel/feeds.py, loops.py.
+        LegacyAPI(
+                rule="TPC140", api="tf.contrib.tpu.infeed_enqueue_tuple / tf.contrib.tpu.ops.gen_tpu_ops.infeed_enqueue_tuple",
+                kind=KIND_SYMBOL, name="infeed_enqueue_tuple",
+                hook=reads(f"{_CONTRIB}:ContribTPU.infeed_enqueue_tuple",
+                           f"{_CONTRIB}:ContribGenTPUOps.infeed_enqueue_tuple"),
+                eras=("1.15",), removed_in="2.0",
+                replacement="tf.distribute.TPUStrategy with a tf.data input "
+                            "(strategy.experimental_distribute_dataset) and strategy.run "
+                            "in a tf.function loop",
+                note="The host side of a TPU infeed: one tuple into core device_ordinal's queue; emulated by per-core host queues "
+                     "(docs/emulated_tpu.md).",
+                symbols=("tf.contrib.tpu.infeed_enqueue_tuple",
+                         "tensorflow.contrib.tpu.ops.gen_tpu_ops.infeed_enqueue_tuple")),
+        LegacyAPI(
+                rule="TPC141", api="tf.contrib.tpu.infeed_enqueue / tf.contrib.tpu.ops.gen_tpu_ops.infeed_enqueue",
+                kind=KIND_SYMBOL, name="infeed_enqueue",
+                hook=reads(f"{_CONTRIB}:ContribTPU.infeed_enqueue",
+                           f"{_CONTRIB}:ContribGenTPUOps.infeed_enqueue"),
+                eras=("1.15",), removed_in="2.0",
+                replacement="tf.distribute.TPUStrategy with a tf.data input "
+                            "(strategy.experimental_distribute_dataset) and strategy.run "
+                            "in a tf.function loop",
+                note="The one-tensor form of infeed_enqueue_tuple; emulated by per-core host queues "
+                     "(docs/emulated_tpu.md).",
+                symbols=("tf.contrib.tpu.infeed_enqueue",
+                         "tensorflow.contrib.tpu.ops.gen_tpu_ops.infeed_enqueue")),
+        LegacyAPI(
+                rule="TPC142", api="tf.contrib.tpu.infeed_dequeue_tuple / tf.contrib.tpu.ops.gen_tpu_ops.infeed_dequeue_tuple",
+                kind=KIND_SYMBOL, name="infeed_dequeue_tuple",
+                hook=reads(f"{_CONTRIB}:ContribTPU.infeed_dequeue_tuple",
+                           f"{_CONTRIB}:ContribGenTPUOps.infeed_dequeue_tuple"),
+                eras=("1.15",), removed_in="2.0",
+                replacement="tf.distribute.TPUStrategy with a tf.data input "
+                            "(strategy.experimental_distribute_dataset) and strategy.run "
+                            "in a tf.function loop",
+                note="The device side of a TPU infeed: the replica's next tuple; emulated by per-core host queues "
+                     "(docs/emulated_tpu.md).",
+                symbols=("tf.contrib.tpu.infeed_dequeue_tuple",
+                         "tensorflow.contrib.tpu.ops.gen_tpu_ops.infeed_dequeue_tuple")),
+        LegacyAPI(
+                rule="TPC143", api="tf.contrib.tpu.infeed_dequeue / tf.contrib.tpu.ops.gen_tpu_ops.infeed_dequeue",
+                kind=KIND_SYMBOL, name="infeed_dequeue",
+                hook=reads(f"{_CONTRIB}:ContribTPU.infeed_dequeue",
+                           f"{_CONTRIB}:ContribGenTPUOps.infeed_dequeue"),
+                eras=("1.15",), removed_in="2.0",
+                replacement="tf.distribute.TPUStrategy with a tf.data input "
+                            "(strategy.experimental_distribute_dataset) and strategy.run "
+                            "in a tf.function loop",
+                note="The one-tensor form of infeed_dequeue_tuple; emulated by per-core host queues "
+                     "(docs/emulated_tpu.md).",
+                symbols=("tf.contrib.tpu.infeed_dequeue",
+                         "tensorflow.contrib.tpu.ops.gen_tpu_ops.infeed_dequeue")),
+        LegacyAPI(
+                rule="TPC144", api="tf.contrib.tpu.outfeed_enqueue_tuple / tf.contrib.tpu.ops.gen_tpu_ops.outfeed_enqueue_tuple",
+                kind=KIND_SYMBOL, name="outfeed_enqueue_tuple",
+                hook=reads(f"{_CONTRIB}:ContribTPU.outfeed_enqueue_tuple",
+                           f"{_CONTRIB}:ContribGenTPUOps.outfeed_enqueue_tuple"),
+                eras=("1.15",), removed_in="2.0",
+                replacement="tf.distribute.TPUStrategy with a tf.data input "
+                            "(strategy.experimental_distribute_dataset) and strategy.run "
+                            "in a tf.function loop",
+                note="The device side of a TPU outfeed: a tuple sent to the host; emulated by per-core host queues "
+                     "(docs/emulated_tpu.md).",
+                symbols=("tf.contrib.tpu.outfeed_enqueue_tuple",
+                         "tensorflow.contrib.tpu.ops.gen_tpu_ops.outfeed_enqueue_tuple")),
+        LegacyAPI(
+                rule="TPC145", api="tf.contrib.tpu.outfeed_enqueue / tf.contrib.tpu.ops.gen_tpu_ops.outfeed_enqueue",
+                kind=KIND_SYMBOL, name="outfeed_enqueue",
+                hook=reads(f"{_CONTRIB}:ContribTPU.outfeed_enqueue",
+                           f"{_CONTRIB}:ContribGenTPUOps.outfeed_enqueue"),
+                eras=("1.15",), removed_in="2.0",
+                replacement="tf.distribute.TPUStrategy with a tf.data input "
+                            "(strategy.experimental_distribute_dataset) and strategy.run "
+                            "in a tf.function loop",
+                note="The one-tensor form of outfeed_enqueue_tuple; emulated by per-core host queues "
+                     "(docs/emulated_tpu.md).",
+                symbols=("tf.contrib.tpu.outfeed_enqueue",
+                         "tensorflow.contrib.tpu.ops.gen_tpu_ops.outfeed_enqueue")),
+        LegacyAPI(
+                rule="TPC146", api="tf.contrib.tpu.outfeed_dequeue_tuple / tf.contrib.tpu.ops.gen_tpu_ops.outfeed_dequeue_tuple",
+                kind=KIND_SYMBOL, name="outfeed_dequeue_tuple",
+                hook=reads(f"{_CONTRIB}:ContribTPU.outfeed_dequeue_tuple",
+                           f"{_CONTRIB}:ContribGenTPUOps.outfeed_dequeue_tuple"),
+                eras=("1.15",), removed_in="2.0",
+                replacement="tf.distribute.TPUStrategy with a tf.data input "
+                            "(strategy.experimental_distribute_dataset) and strategy.run "
+                            "in a tf.function loop",
+                note="The host side of a TPU outfeed: core device_ordinal's next tuple; emulated by per-core host queues "
+                     "(docs/emulated_tpu.md).",
+                symbols=("tf.contrib.tpu.outfeed_dequeue_tuple",
+                         "tensorflow.contrib.tpu.ops.gen_tpu_ops.outfeed_dequeue_tuple")),
+        LegacyAPI(
+                rule="TPC147", api="tf.contrib.tpu.outfeed_dequeue / tf.contrib.tpu.ops.gen_tpu_ops.outfeed_dequeue",
+                kind=KIND_SYMBOL, name="outfeed_dequeue",
+                hook=reads(f"{_CONTRIB}:ContribTPU.outfeed_dequeue",
+                           f"{_CONTRIB}:ContribGenTPUOps.outfeed_dequeue"),
+                eras=("1.15",), removed_in="2.0",
+                replacement="tf.distribute.TPUStrategy with a tf.data input "
+                            "(strategy.experimental_distribute_dataset) and strategy.run "
+                            "in a tf.function loop",
+                note="The one-tensor form of outfeed_dequeue_tuple; emulated by per-core host queues "
+                     "(docs/emulated_tpu.md).",
+                symbols=("tf.contrib.tpu.outfeed_dequeue",
+                         "tensorflow.contrib.tpu.ops.gen_tpu_ops.outfeed_dequeue")),
+        LegacyAPI(
+                rule="TPC148", api="tf.contrib.tpu.repeat",
+                kind=KIND_SYMBOL, name="repeat",
+                hook=reads(f"{_CONTRIB}:ContribTPU.repeat"),
+                eras=("1.15",), removed_in="2.0",
+                replacement="a Python or tf.range loop over strategy.run inside one tf.function",
+                note="N iterations of the body on the device, one infeed tuple each; emulated as one loop over all replicas "
+                     "(docs/emulated_tpu.md).",
+                symbols=("tf.contrib.tpu.repeat",)),
+        LegacyAPI(
+                rule="TPC149", api="tf.contrib.tpu.while_loop",
+                kind=KIND_SYMBOL, name="while_loop",
+                hook=reads(f"{_CONTRIB}:ContribTPU.while_loop"),
+                eras=("1.15",), removed_in="2.0",
+                replacement="a Python or tf.range loop over strategy.run inside one tf.function",
+                note="The TPU training loop: loop-carried tensors, then operations; emulated as one loop over all replicas "
+                     "(docs/emulated_tpu.md).",
+                symbols=("tf.contrib.tpu.while_loop",)),
 )
 
 _BY_RULE = {record.rule: record for record in RECORDS}

@@ -37,7 +37,8 @@ The modules, by job: :mod:`.replication` (replicate, rewrite, shard,
 batch_parallel), :mod:`.cross_replica` (cross_replica_sum,
 CrossShardOptimizer, the replica context), :mod:`.host`
 (outside_compilation, core, bfloat16_scope, the TPU system) and
-:mod:`.native` (TensorFlow's own functions, and which of the two runs). This
+:mod:`.feeds` (per-core infeed/outfeed queues), :mod:`.loops`
+(repeat, while_loop) and :mod:`.native` (TensorFlow's own functions, and which of the two runs). This
 package is where ``install()`` routes ``tf.compat.v1.tpu`` and ``tf.contrib.tpu``
 to, and where the table's hooks (TPC040-TPC050) sit.
 """
@@ -45,8 +46,12 @@ to, and where the table's hooks (TPC040-TPC050) sit.
 from tpu_compat.lowlevel.cross_replica import (
     CrossShardOptimizer, NotInReplicaContextError, cross_replica_sum,
     emulated_replica_context)
+from tpu_compat.lowlevel.feeds import (
+    infeed_dequeue, infeed_dequeue_tuple, infeed_enqueue, infeed_enqueue_tuple,
+    outfeed_dequeue, outfeed_dequeue_tuple, outfeed_enqueue, outfeed_enqueue_tuple)
 from tpu_compat.lowlevel.host import (
     bfloat16_scope, core, initialize_system, outside_compilation, shutdown_system)
+from tpu_compat.lowlevel.loops import repeat, while_loop
 from tpu_compat.lowlevel.replication import (
     batch_parallel, replicate, replicate_strategy, rewrite, shard)
 from tpu_compat.runtime import hooks
@@ -59,14 +64,25 @@ __all__ = [
     "core",
     "cross_replica_sum",
     "emulated_replica_context",
+    "infeed_dequeue",
+    "infeed_dequeue_tuple",
+    "infeed_enqueue",
+    "infeed_enqueue_tuple",
     "initialize_system",
+    "outfeed_dequeue",
+    "outfeed_dequeue_tuple",
+    "outfeed_enqueue",
+    "outfeed_enqueue_tuple",
     "outside_compilation",
+    "repeat",
     "replicate",
     "replicate_strategy",
     "rewrite",
     "shard",
     "shutdown_system",
+    "while_loop",
 ]
+
 
 # The tf.compat.v1.tpu names install() routes here (tpu_compat.patching.namespaces).
 ROUTED_NAMES = ("CrossShardOptimizer", "batch_parallel", "bfloat16_scope", "core",

@@ -12,6 +12,7 @@ from tensorflow.python.tpu import bfloat16 as native_bfloat16
 from tensorflow.python.tpu import tpu as native_tpu
 from tensorflow.python.tpu import tpu_name_util
 from tensorflow.python.tpu import tpu_replication
+from tensorflow.python.tpu import training_loop
 from tensorflow.python.tpu.ops import tpu_ops
 
 from tpu_compat.runtime import backend as backend_lib
@@ -29,6 +30,16 @@ NATIVE = types.SimpleNamespace(
     cross_replica_sum=tpu_ops.cross_replica_sum,
     core=tpu_name_util.core,
     bfloat16_scope=native_bfloat16.bfloat16_scope,
+    infeed_enqueue_tuple=tpu_ops.infeed_enqueue_tuple,
+    infeed_enqueue=tpu_ops.infeed_enqueue,
+    infeed_dequeue_tuple=tpu_ops.infeed_dequeue_tuple,
+    infeed_dequeue=tpu_ops.infeed_dequeue,
+    outfeed_enqueue_tuple=tpu_ops.outfeed_enqueue_tuple,
+    outfeed_enqueue=tpu_ops.outfeed_enqueue,
+    outfeed_dequeue_tuple=tpu_ops.outfeed_dequeue_tuple,
+    outfeed_dequeue=tpu_ops.outfeed_dequeue,
+    repeat=training_loop.repeat,
+    while_loop=training_loop.while_loop,
 )
 
 
