@@ -12,7 +12,9 @@ worker session on every task from that ``ServerDef``; TensorFlow's session
 manager refuses one that names the job and task index a server booted with
 ("The ClusterSpec names the job and task index to be the same names that were
 provided when the server booted"). A Cloud TPU pod's hosts booted their servers
-as ``/job:tpu_worker`` (the name the TPU runtime gives them) while the
+as ``/job:tpu_worker`` (the devices a session on a Cloud TPU lists, as in
+tensorflow/tensorflow's tensorflow/python/distribute/cluster_resolver/tpu/
+tpu_cluster_resolver_test.py, testGetDeviceDictAndCoresWithTPUs) while the
 resolver's cluster names ``worker``, so the copy was a different cluster and was
 accepted. The emulated pod's workers boot as ``worker`` (``pod/worker.py``), the
 very cluster the resolver reports; a ``cluster_def`` naming exactly that cluster
