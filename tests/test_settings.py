@@ -34,7 +34,8 @@ def test_every_variable_has_one_row():
     assert [setting.variable for setting in settings.ROWS] == [
         "TPU_COMPAT_BACKEND", "TPU_COMPAT_NUM_REPLICAS", "TPU_COMPAT_NUM_HOSTS",
         "TPU_COMPAT_WARNINGS", "TPU_COMPAT_STRICT", "TPU_COMPAT_FIDELITY", "TPU_COMPAT_SEED",
-        "TPU_COMPAT_POD_TIMEOUT", "TPU_COMPAT_POD_PORT", "TF_USE_LEGACY_KERAS"]
+        "TPU_COMPAT_POD_TIMEOUT", "TPU_COMPAT_POD_PORT", "TF_USE_LEGACY_KERAS",
+        "TF_ENABLE_ONEDNN_OPTS"]
     assert len({setting.name for setting in settings.ROWS}) == len(settings.ROWS)
     # Every TPU_COMPAT_* variable the package's docs and code mention is a row.
     mentioned = set()
@@ -54,7 +55,8 @@ def test_each_entry_point_has_its_defaults():
                           "warnings": None, "num_hosts": None},
         settings.LIBRARY: {"backend": "auto", "num_replicas": None, "fidelity": "cpu",
                            "strict": "auto", "warnings": None, "num_hosts": None,
-                           "pod_timeout": 60.0, "pod_port": None, "legacy_keras": None},
+                           "pod_timeout": 60.0, "pod_port": None, "legacy_keras": None,
+                           "onednn": None},
     }
     for entry, defaults in expected.items():
         resolved = settings.resolve(entry, environ={})
@@ -68,6 +70,7 @@ def test_the_entry_points_apply_their_defaults():
     environ = {"TF_USE_LEGACY_KERAS": "1"}
     assert "TPU_COMPAT_FIDELITY" in runner.prepare_environment(environ=environ)
     assert environ["TPU_COMPAT_FIDELITY"] == "tpu"
+    assert environ["TF_ENABLE_ONEDNN_OPTS"] == "0"  # the emulated cores' convolutions
     assert settings.read("fidelity", {}) == "cpu"
     # regress and verify: the CPU emulation, tpu fidelity, 8 replicas, seed 0.
     assert script_process.chosen_backend(environ={}) == "cpu"
@@ -75,9 +78,11 @@ def test_the_entry_points_apply_their_defaults():
     args = cli.build_parser().parse_args(["verify", "a.py", "b.py"])
     assert (args.seed, args.backend, args.num_replicas, args.fidelity) == (0, None, None, None)
     # An exported default is only written when the user left the variable unset.
-    environ = {"TPU_COMPAT_FIDELITY": "cpu", "TF_USE_LEGACY_KERAS": ""}
+    environ = {"TPU_COMPAT_FIDELITY": "cpu", "TF_USE_LEGACY_KERAS": "",
+               "TF_ENABLE_ONEDNN_OPTS": "1"}
     assert runner.prepare_environment(environ=environ) == []
-    assert environ == {"TPU_COMPAT_FIDELITY": "cpu", "TF_USE_LEGACY_KERAS": ""}
+    assert environ == {"TPU_COMPAT_FIDELITY": "cpu", "TF_USE_LEGACY_KERAS": "",
+                       "TF_ENABLE_ONEDNN_OPTS": "1"}
 
 
 def test_a_flag_wins_and_is_named_when_bad():

@@ -167,6 +167,20 @@ ROWS = (
         meaning="`tpu-compat run` sets `1` (tf-keras, the Keras 2 legacy code expects) "
                 "unless you set it",
         show=_unset_as("unset (Keras 3)"), exported_by=(RUN,), blank_is_unset=False),
+    # TensorFlow reads it once, at import. Its oneDNN Conv2D/Conv3D/DepthwiseConv2dNative
+    # kernels give an empty batch the input's channels ((0,16,16,3) for 8 filters), and a
+    # partial last batch split over the emulated cores gives some core an empty batch
+    # (TF's input_lib hands such a replica a batch of 0, _dummy_tensor_fn in r2.3's
+    # tensorflow/python/distribute/input_lib.py); a TPU core (XLA) gives (0,16,16,8).
+    Setting(
+        "onednn", "TF_ENABLE_ONEDNN_OPTS", _config.any_text,
+        {RUN: "0", LIBRARY: None},
+        values="`0` / `1`",
+        meaning="`tpu-compat run` sets `0` unless you set it: TensorFlow's oneDNN "
+                "convolutions give an emulated core's empty batch the wrong shape "
+                "([emulated TPU](docs/emulated_tpu.md#empty-replica-batches))",
+        show=_unset_as("unset (TensorFlow's default)"), exported_by=(RUN,),
+        blank_is_unset=False),
 )
 
 _BY_NAME = {setting.name: setting for setting in ROWS}
@@ -182,6 +196,7 @@ SEED_VAR = _BY_NAME["seed"].variable
 POD_TIMEOUT_VAR = _BY_NAME["pod_timeout"].variable
 POD_PORT_VAR = _BY_NAME["pod_port"].variable
 LEGACY_KERAS_VAR = _BY_NAME["legacy_keras"].variable
+ONEDNN_VAR = _BY_NAME["onednn"].variable
 
 BACKENDS = _BY_NAME["backend"].choices
 WARNING_POLICIES = _BY_NAME["warnings"].choices

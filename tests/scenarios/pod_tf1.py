@@ -24,6 +24,9 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("model_dir", None, "Where the checkpoint is written.")
 flags.DEFINE_integer("steps_per_run", 4, "Training steps per Session.run.")
 flags.DEFINE_integer("host_calls", 3, "Session.run calls of the training loop.")
+flags.DEFINE_bool("copy_cluster_def", False,
+                  "Open the sessions as the Cloud TPU reference models did on a pod: "
+                  "the resolver's cluster copied into the session config.")
 
 GLOBAL_BATCH = 32
 LEARNING_RATE = 0.05
@@ -66,6 +69,17 @@ def read_components(sess, strategy, params):
     return named
 
 
+def session_config(resolver):
+    """The TF 1.13-1.15 Cloud TPU reference models' session config on a pod."""
+    if not FLAGS.copy_cluster_def:
+        return None
+    config = tf.ConfigProto(allow_soft_placement=True, isolate_session_state=True)
+    cluster_spec = resolver.cluster_spec()
+    if cluster_spec:
+        config.cluster_def.CopyFrom(cluster_spec.as_cluster_def())
+    return config
+
+
 def distributed_training(resolver, strategy, features, labels):
     input_fn_calls = []
 
@@ -103,7 +117,7 @@ def distributed_training(resolver, strategy, features, labels):
     pod_report.emit("INPUT_FN_CALLS", input_fn_calls)
     saver = tf.train.Saver()
 
-    with tf.Session(resolver.master()) as sess:
+    with tf.Session(resolver.master(), config=session_config(resolver)) as sess:
         sess.run(tf.global_variables_initializer())
         sess.run(iterator.initialize())
         losses = []
@@ -126,7 +140,7 @@ def restore_everywhere(resolver, strategy, path, trained):
             params = make_params(seed=99)
             global_step = tf.train.get_or_create_global_step()
         saver = tf.train.Saver()
-        with tf.Session(resolver.master()) as sess:
+        with tf.Session(resolver.master(), config=session_config(resolver)) as sess:
             sess.run(tf.global_variables_initializer())
             saver.restore(sess, path)
             restored = pod_report.components_report(

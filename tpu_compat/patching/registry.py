@@ -75,6 +75,16 @@ def _strategy_devices(installation):
     devices.route_strategy_devices(installation.changes)
 
 
+def _empty_batches(installation):
+    from tpu_compat.runtime import empty_batches  # pylint: disable=import-outside-toplevel
+    empty_batches.guard_empty_batches(installation.changes)
+
+
+def _pod_sessions(installation):
+    from tpu_compat.runtime import pod_sessions  # pylint: disable=import-outside-toplevel
+    pod_sessions.route_pod_sessions(installation.changes)
+
+
 def _tensorflow_hooks(installation):
     from tpu_compat.runtime import hooks  # pylint: disable=import-outside-toplevel
     hooks.instrument_library(installation.changes, "tensorflow")
@@ -115,6 +125,12 @@ PATCHES = (
     Patch("strategy devices", _strategy_devices,
           "Mirrored/OneDevice strategies' device arguments resolved on the emulated TPU "
           "(runtime/devices)"),
+    Patch("empty batches", _empty_batches,
+          "with oneDNN on, the emulated replicas' convolutions give an empty batch "
+          "a TPU core's result (runtime/empty_batches)"),
+    Patch("pod sessions", _pod_sessions,
+          "tf.compat.v1.Session on the emulated pod's master accepts the pod's own "
+          "cluster_def, as a Cloud TPU pod's did (runtime/pod_sessions)"),
     Patch("tensorflow hooks", _tensorflow_hooks,
           "the table's hooks on TensorFlow's own classes (runtime/hooks, legacy_api)",
           after={"strategy devices": "the hooks wrap the routed __init__ and so see "

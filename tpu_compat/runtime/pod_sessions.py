@@ -1,0 +1,65 @@
+"""TF 1.15's pod session idiom on the emulated pod.
+
+The Cloud TPU reference models of TF 1.13-1.15 (and TPUEstimator's own
+``tpu_config``) copied the resolver's cluster into the session config before
+opening a session on the pod's master::
+
+    session_config.cluster_def.CopyFrom(resolver.cluster_spec().as_cluster_def())
+    tf.Session(resolver.master(), config=session_config)
+
+A session whose config carries a ``cluster_def`` makes the master create a new
+worker session on every task from that ``ServerDef``; TensorFlow's session
+manager refuses one that names the job and task index a server booted with
+("The ClusterSpec names the job and task index to be the same names that were
+provided when the server booted"). A Cloud TPU pod's hosts booted their servers
+as ``/job:tpu_worker`` (the devices a session on a Cloud TPU lists, as in
+tensorflow/tensorflow's tensorflow/python/distribute/cluster_resolver/tpu/
+tpu_cluster_resolver_test.py, testGetDeviceDictAndCoresWithTPUs) while the
+resolver's cluster names ``worker``, so the copy was a different cluster and was
+accepted. The emulated pod's workers boot as ``worker`` (``pod/worker.py``), the
+very cluster the resolver reports; a ``cluster_def`` naming exactly that cluster
+adds nothing to a session on its master, so it is dropped from the session's
+config, leaving the program's ConfigProto untouched. Any other cluster_def is
+passed on as given.
+"""
+
+from tensorflow.python.client import session as session_lib
+
+from tpu_compat.pod import session as pod_session
+
+__all__ = ["route_pod_sessions", "without_booted_cluster"]
+
+
+def _target_address(target):
+    target = target.decode() if isinstance(target, bytes) else (target or "")
+    return target[len("grpc://"):] if target.startswith("grpc://") else target
+
+
+def without_booted_cluster(target, config):
+    """``config`` without a ``cluster_def`` naming the emulated pod as its workers
+    booted, when ``target`` is one of them; else ``config`` itself."""
+    pod = pod_session.current_pod()
+    if pod is None or config is None or not config.HasField("cluster_def"):
+        return config
+    if _target_address(target) not in pod.addresses:
+        return config
+    jobs = {job.name: [job.tasks[index] for index in sorted(job.tasks)]
+            for job in config.cluster_def.job}
+    if jobs != {"worker": list(pod.addresses)}:
+        return config
+    copy = type(config)()
+    copy.CopyFrom(config)
+    copy.ClearField("cluster_def")
+    return copy
+
+
+def route_pod_sessions(changes):
+    """``tf.compat.v1.Session`` (and InteractiveSession, through BaseSession)
+    accepts the pod's own cluster_def on the emulated pod."""
+    original = session_lib.BaseSession.__init__
+
+    def __init__(self, target="", graph=None, config=None):
+        original(self, target, graph, without_booted_cluster(target, config))
+
+    __init__.__wrapped__ = original
+    changes.replace(session_lib.BaseSession, "__init__", __init__)
