@@ -69,8 +69,8 @@ def test_anything_else_gets_one_clear_error(installed):
         tf1.contrib.slim  # pylint: disable=pointless-statement
     with pytest.raises(ImportError, match=r"tf\.contrib\.slim is not provided"):
         from tensorflow.contrib import slim  # noqa: F401
-    with pytest.raises(ImportError, match=r"tf\.contrib\.tpu\.keras_to_tpu_model is not"):
-        from tensorflow.contrib.tpu import keras_to_tpu_model  # noqa: F401
+    with pytest.raises(ImportError, match=r"tf\.contrib\.tpu\.AsyncCheckpointSaverHook is not"):
+        from tensorflow.contrib.tpu import AsyncCheckpointSaverHook  # noqa: F401
     with pytest.raises(ImportError, match=r"tf\.contrib\.tpu\.python\.tpu is not"):
         import tensorflow.contrib.tpu.python.tpu  # noqa: F401
 
