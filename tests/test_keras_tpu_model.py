@@ -15,12 +15,15 @@ device (tf_keras, no strategy) on the same global batches, at rtol 1e-5:
   fresh CPU model.
 """
 import json
+import pathlib
+import re
 
 import numpy as np
 import pytest
 
 from conftest import check_ok, run_scenario
 
+REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 RTOL = 1e-5
 ATOL = 1e-6
 
@@ -90,8 +93,16 @@ def test_template_input_fn_fit_matches_one_device(replicas, tmp_path):
     assert "drop_remainder=True" in errors["unknown_batch"]
 
 
-def test_template_warns_at_the_users_lines():
-    import subprocess  # noqa: F401  (run_scenario runs the program)
+def test_each_use_warns_once_at_the_programs_line():
     result = check_ok(run_scenario("keras_tpu_iris.py", 2, tf1=True))
-    for rule in ("TPC160", "TPC161", "TPC162"):
-        assert f"keras_tpu_iris.py" in result.stderr and f"[{rule}]" in result.stderr, rule
+    source = (REPO_ROOT / "tests" / "scenarios" / "keras_tpu_iris.py").read_text().splitlines()
+    warned = {}
+    for line in result.stderr.splitlines():
+        match = re.match(r".*keras_tpu_iris\.py:(\d+): TPUCompatDeprecationWarning: .*\[(TPC16\d)\]$", line)
+        if match:
+            warned.setdefault(match.group(2), []).append(int(match.group(1)))
+    assert sorted(warned) == ["TPC160", "TPC161", "TPC162"]
+    assert [source[n - 1].strip() for n in warned["TPC160"]] == [
+        "tpu_model = tf.contrib.tpu.keras_to_tpu_model("]
+    assert "tf.contrib.tpu.TPUDistributionStrategy(" in source[warned["TPC161"][0] - 1]
+    assert "tpu_model.sync_to_cpu()" in source[warned["TPC162"][0] - 1]
