@@ -21,7 +21,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import check_ok, run_scenario
+from conftest import check_ok, run_cli, run_scenario
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 RTOL = 1e-5
@@ -106,3 +106,10 @@ def test_each_use_warns_once_at_the_programs_line():
         "tpu_model = tf.contrib.tpu.keras_to_tpu_model("]
     assert "tf.contrib.tpu.TPUDistributionStrategy(" in source[warned["TPC161"][0] - 1]
     assert "tpu_model.sync_to_cpu()" in source[warned["TPC162"][0] - 1]
+
+
+def test_scan_reports_the_keras_tpu_api():
+    result = run_cli("scan", "--format", "json", str(REPO_ROOT / "tests" / "scenarios" / "keras_tpu_iris.py"))
+    assert result.returncode == 1, result.stderr
+    rules = sorted(finding["rule"] for finding in json.loads(result.stdout)["findings"])
+    assert {"TPC160", "TPC161", "TPC162"} <= set(rules)

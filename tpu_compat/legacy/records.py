@@ -934,8 +934,8 @@ RECORDS = (
                 kind=KIND_METHOD, name="sync_to_cpu",
                 hook=calls("tpu_compat.runtime.keras_tpu_model:KerasTPUModel.sync_to_cpu"),
                 eras=("1.13",), removed_in="1.14",
-                replacement="the model built in TPUStrategy.scope() is the model: use it "
-                                        "directly",
+                replacement="the model built and compiled in TPUStrategy(resolver).scope() "
+                                        "(one copy, nothing to sync)",
                 note="Copies the TPU copy's weights into the CPU model and returns it."),
 )
 
