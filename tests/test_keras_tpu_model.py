@@ -113,3 +113,37 @@ def test_scan_reports_the_keras_tpu_api():
     assert result.returncode == 1, result.stderr
     rules = sorted(finding["rule"] for finding in json.loads(result.stdout)["findings"])
     assert {"TPC160", "TPC161", "TPC162"} <= set(rules)
+
+
+def test_refusals_single_core_and_weights_round_trip():
+    result = _result(run_scenario("keras_tpu_checks.py", 8, tf1=True))
+    assert result["cores"] == 8
+    assert result["not_a_strategy"][0] == "TypeError"
+    assert "tf.contrib.tpu.TPUDistributionStrategy" in result["not_a_strategy"][1]
+    assert result["variable_shape"][0] == "ValueError"
+    assert "variable shape in a non-batch dimension" in result["variable_shape"][1]
+    assert result["single_core_not_bool"][0] == "TypeError"
+    assert "using_single_core must be True or False" in result["single_core_not_bool"][1]
+    assert result["sample_weight_mode"] == [
+        "ValueError", "sample_weight_mode not supported for TPU execution."]
+    assert result["weighted_metrics"] == [
+        "ValueError", "weighted_metrics not supported for TPU execution."]
+    # A last partial batch is fine when it splits (8 of 40 in batches of 16) ...
+    assert result["fit_last_batch_8"] is None
+    # ... and refused when it does not (4 of 36), as the era's per-batch assertion did.
+    assert result["fit_last_batch_4"][0] == "ValueError"
+    assert "last batch has 4 samples" in result["fit_last_batch_4"][1]
+    assert result["evaluate_batch_12"][1].startswith(
+        "batch_size must be divisible by the number of TPU cores in use (12 vs 8)")
+    assert result["predict_batch_6"][1].startswith(
+        "batch_size must be divisible by the number of TPU cores in use (6 vs 8)")
+    assert result["input_fn_with_y"][1] == (
+        "When using tf.data as input to a model, y must be None")
+    assert "validation_steps" in result["validation_fn_without_steps"][1]
+    # set_weights reaches the TPU copy; load_weights reaches both copies.
+    _close(result["set_weights_predict"], np.full((8, 2), 4 * 0.5 - 1.0))
+    _close(result["load_weights_predict"], np.full((8, 2), 1.0))
+    _close(result["load_weights_cpu"][0], np.full((4, 2), 0.5))
+    # A stateful model and using_single_core=True run on one core.
+    assert result["stateful_cores"] == 1
+    assert result["single_core_cores"] == 1

@@ -39,8 +39,8 @@ averaging gave. The era's input rules are kept:
   ``set_weights`` / ``load_weights`` go to both.
 """
 
+import contextlib
 import logging
-import numbers
 
 import numpy as np
 import tensorflow as tf
@@ -269,14 +269,24 @@ class KerasTPUModel:
         self._cpu_model = cpu_model
         self._strategy = strategy
         self._num_cores = strategy._cores_for_model(cpu_model)  # pylint: disable=protected-access
-        self._distribution = strategy._distribution(self._num_cores)  # pylint: disable=protected-access
-        with self._distribution.scope():
+        if cpu_model.stateful:
+            # tf_keras refuses stateful RNNs under any tf.distribute strategy; the
+            # era ran them on one core, which is one device here.
+            self._distribution = None
+        else:
+            self._distribution = strategy._distribution(self._num_cores)  # pylint: disable=protected-access
+        with self._scope():
             self._tpu_model = _keras().models.clone_model(cpu_model)
         self._tpu_model.set_weights(cpu_model.get_weights())
         if getattr(cpu_model, "optimizer", None) is not None:
             # keras_support.py: "If the input CPU model has already been compiled,
             # compile our TPU model immediately."
             self._compile_tpu_model(cpu_model.optimizer, **_compile_arguments(cpu_model))
+
+    def _scope(self):
+        if self._distribution is None:
+            return contextlib.nullcontext()
+        return self._distribution.scope()
 
     # -- what the era's KerasTPUModel had -----------------------------------------
 
@@ -313,7 +323,7 @@ class KerasTPUModel:
     def _compile_tpu_model(self, optimizer, loss=None, metrics=None, loss_weights=None,
                            **kwargs):
         weights = self._tpu_model.get_weights()
-        with self._distribution.scope():
+        with self._scope():
             self._tpu_model.compile(_clone_optimizer(optimizer), loss,
                                     metrics=_clone_metrics(metrics),
                                     loss_weights=loss_weights, **kwargs)
