@@ -50,7 +50,7 @@ def _same_training(got, want):
 
 
 @pytest.mark.parametrize("replicas", [1, 2, 8])
-def test_iris_colab_numpy_fit_matches_one_device(replicas, tmp_path):
+def test_iris_colab_numpy_fit_matches_one_device(replicas):
     result = _result(run_scenario("keras_tpu_iris.py", replicas, tf1=True))
     got, want = result["distributed"], result["reference"]
     assert got["num_cores"] == replicas

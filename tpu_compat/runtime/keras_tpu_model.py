@@ -42,7 +42,6 @@ averaging gave. The era's input rules are kept:
 import contextlib
 import logging
 
-import numpy as np
 import tensorflow as tf
 
 from tpu_compat.runtime import backend as backend_lib
