@@ -264,6 +264,15 @@ def tf114_contrib_surveyed_names():
 
 
 @snippet
+def tf113_keras_tpu_model():
+    contrib = tf.compat.v1.contrib
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(2,))])
+    strategy = contrib.tpu.TPUDistributionStrategy(RESOLVER)  # TPC161
+    tpu_model = contrib.tpu.keras_to_tpu_model(model, strategy=strategy)  # TPC160
+    tpu_model.sync_to_cpu()  # TPC162
+
+
+@snippet
 def tf115_low_level_tpu_graph():
     tpu = tf.compat.v1.tpu
     with tf.Graph().as_default():

@@ -6,7 +6,8 @@ API (``tf.contrib.tpu``, ``tf.contrib.distribute.TPUStrategy``,
 it, and fail at the first import. This package gives them module objects
 named ``tensorflow.contrib`` and ``tensorflow.contrib.<module>`` holding:
 
-* ``tpu``: the low-level TPU API (:mod:`tpu_compat.lowlevel`),
+* ``tpu``: the low-level TPU API (:mod:`tpu_compat.lowlevel`), the TF 1.9-1.13
+  Keras TPU API (``keras_to_tpu_model``, ``TPUDistributionStrategy``),
   and the TPUEstimator family from ``tpu_compat.estimator`` when present;
 * ``distribute.TPUStrategy``: the compat.v1 TPUStrategy (``steps_per_run``);
 * ``cluster_resolver.TPUClusterResolver``;
@@ -185,6 +186,10 @@ class ContribGenTPUOps(_ContribSubmodule):
     outfeed_enqueue = _serves(f"{_TPU}:outfeed_enqueue")
     outfeed_dequeue_tuple = _serves(f"{_TPU}:outfeed_dequeue_tuple")
     outfeed_dequeue = _serves(f"{_TPU}:outfeed_dequeue")
+    # The TF 1.9-1.13 Keras TPU API (tpu_compat.runtime.keras_tpu_model).
+    keras_to_tpu_model = _serves("tpu_compat.runtime.keras_tpu_model:keras_to_tpu_model")
+    TPUDistributionStrategy = _serves(
+        "tpu_compat.runtime.keras_tpu_model:TPUDistributionStrategy")
 
 
 class ContribDistribute(_ContribSubmodule):

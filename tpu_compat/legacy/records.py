@@ -1291,6 +1291,34 @@ RECORDS = (
                 note="The TPU training loop: loop-carried tensors, then operations; emulated as one loop over all replicas "
                      "(docs/emulated_tpu.md).",
                 symbols=("tf.contrib.tpu.while_loop",)),
+        # -- The TF 1.9-1.13 Keras TPU API (TPC160-TPC179): served by
+        # tpu_compat/runtime/keras_tpu_model.py through tf.contrib.tpu.
+        LegacyAPI(
+                rule="TPC160", api="tf.contrib.tpu.keras_to_tpu_model",
+                kind=KIND_SYMBOL, name="keras_to_tpu_model",
+                hook=reads(f"{_CONTRIB}:ContribTPU.keras_to_tpu_model"),
+                eras=("1.13",), removed_in="1.14",
+                replacement="build and compile the model in tf.distribute.TPUStrategy(resolver)"
+                                        ".scope(), then model.fit(dataset)",
+                note="The returned model runs on the TPU strategy's replicas; fit's batch_size "
+                          "is the global batch and an input_fn's batch is per core.",
+                symbols=("tf.contrib.tpu.keras_to_tpu_model",)),
+        LegacyAPI(
+                rule="TPC161", api="tf.contrib.tpu.TPUDistributionStrategy",
+                kind=KIND_SYMBOL, name="TPUDistributionStrategy",
+                hook=reads(f"{_CONTRIB}:ContribTPU.TPUDistributionStrategy"),
+                eras=("1.13",), removed_in="1.14",
+                replacement="tf.distribute.TPUStrategy(resolver)",
+                note="Only keras_to_tpu_model takes it; using_single_core=True runs one core.",
+                symbols=("tf.contrib.tpu.TPUDistributionStrategy",)),
+        LegacyAPI(
+                rule="TPC162", api="KerasTPUModel.sync_to_cpu",
+                kind=KIND_METHOD, name="sync_to_cpu",
+                hook=calls("tpu_compat.runtime.keras_tpu_model:KerasTPUModel.sync_to_cpu"),
+                eras=("1.13",), removed_in="1.14",
+                replacement="the model built and compiled in TPUStrategy(resolver).scope() "
+                                        "(one copy, nothing to sync)",
+                note="Copies the TPU copy's weights into the CPU model and returns it."),
 )
 
 _BY_RULE = {record.rule: record for record in RECORDS}

@@ -1,0 +1,86 @@
+"""keras_to_tpu_model's refusals and its single-core cases, TF 1.x graph mode.
+
+usage: tpu-compat run --tf1 --replicas 8 keras_tpu_checks.py
+
+Prints ``RESULT {json}``: per case the error type and message (or None), and the
+core counts of a stateful model and of ``using_single_core=True``.
+"""
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+
+resolver = tf.contrib.cluster_resolver.TPUClusterResolver(tpu='grpc://' + os.environ['COLAB_TPU_ADDR'])
+strategy = tf.contrib.tpu.TPUDistributionStrategy(resolver)
+
+
+def dense_model():
+    return tf.keras.Sequential([tf.keras.layers.Dense(2, input_shape=(4,))])
+
+
+def outcome(call):
+    try:
+        value = call()
+    except (ValueError, TypeError) as error:
+        return [type(error).__name__, str(error)]
+    return None if value is None or not isinstance(value, (int, str)) else value
+
+
+x = np.ones((40, 4), np.float32)
+y = np.ones((40, 2), np.float32)
+tpu_model = tf.contrib.tpu.keras_to_tpu_model(dense_model(), strategy=strategy)
+tpu_model.compile(optimizer=tf.train.GradientDescentOptimizer(0.1), loss="mse")
+result = {
+    "not_a_strategy": outcome(lambda: tf.contrib.tpu.keras_to_tpu_model(
+        dense_model(), strategy=tf.distribute.MirroredStrategy())),
+    "variable_shape": outcome(lambda: tf.contrib.tpu.keras_to_tpu_model(
+        tf.keras.Sequential([tf.keras.layers.Dense(2, input_shape=(None, 4))]),
+        strategy=strategy)),
+    "single_core_not_bool": outcome(lambda: tf.contrib.tpu.TPUDistributionStrategy(
+        resolver, using_single_core="yes")),
+    "sample_weight_mode": outcome(lambda: tpu_model.compile(
+        optimizer="sgd", loss="mse", sample_weight_mode="temporal")),
+    "weighted_metrics": outcome(lambda: tpu_model.compile(
+        optimizer="sgd", loss="mse", weighted_metrics=["mae"])),
+    # 40 samples in global batches of 16: the last batch of 8 splits across 8 cores...
+    "fit_last_batch_8": outcome(lambda: tpu_model.fit(x, y, batch_size=16, verbose=0,
+                                                      shuffle=False)),
+    # ... 36 samples leave a last batch of 4, which does not.
+    "fit_last_batch_4": outcome(lambda: tpu_model.fit(x[:36], y[:36], batch_size=16,
+                                                      verbose=0)),
+    "evaluate_batch_12": outcome(lambda: tpu_model.evaluate(x, y, batch_size=12, verbose=0)),
+    "predict_batch_6": outcome(lambda: tpu_model.predict(x, batch_size=6)),
+    "input_fn_with_y": outcome(lambda: tpu_model.fit(
+        lambda: tf.data.Dataset.from_tensor_slices((x, y)).batch(2, drop_remainder=True),
+        y, steps_per_epoch=1)),
+    "validation_fn_without_steps": outcome(lambda: tpu_model.fit(
+        lambda: tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(2, drop_remainder=True),
+        steps_per_epoch=1, verbose=0,
+        validation_data=lambda: tf.data.Dataset.from_tensor_slices((x, y)).batch(
+            2, drop_remainder=True))),
+}
+# set_weights and load_weights reach both the TPU copy and the CPU model.
+new_weights = [np.full((4, 2), 0.5, np.float32), np.full((2,), -1.0, np.float32)]
+tpu_model.set_weights(new_weights)
+result["set_weights_predict"] = tpu_model.predict(x[:8], batch_size=8).tolist()
+path = os.path.join(tempfile.mkdtemp(), "w.h5")
+tpu_model.save_weights(path)
+tpu_model.set_weights([np.zeros((4, 2), np.float32), np.zeros((2,), np.float32)])
+tpu_model.load_weights(path)
+result["load_weights_predict"] = tpu_model.predict(x[:8], batch_size=8).tolist()
+result["load_weights_cpu"] = [w.tolist() for w in tpu_model.sync_to_cpu().get_weights()]
+
+stateful = tf.keras.Sequential([tf.keras.layers.LSTM(
+    2, stateful=True, batch_input_shape=(8, 3, 4))])
+result["stateful_cores"] = tf.contrib.tpu.keras_to_tpu_model(stateful, strategy=strategy).num_cores
+result["single_core_cores"] = tf.contrib.tpu.keras_to_tpu_model(
+    dense_model(), strategy=tf.contrib.tpu.TPUDistributionStrategy(
+        resolver, using_single_core=True)).num_cores
+result["cores"] = tpu_model.num_cores
+print("RESULT " + json.dumps(result))
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)
