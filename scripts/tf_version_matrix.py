@@ -339,6 +339,69 @@ def supported(results):
     return best
 
 
+def claims(results):
+    """What setup.cfg claims, per Python: [(python, (tf_low, tf_high)), ...], oldest first.
+
+    The rectangle of :func:`supported`, then each consecutive Python beyond it
+    (newer, then older) that proves a newest part of the rectangle's TF range:
+    the longest run of its TF minors ending at the rectangle's newest in which
+    every cell passed or has no wheel, one at least passing. A Python with
+    none ends the walk that way. setup.cfg says the rows with environment
+    markers on the extras (:func:`extra_requirements`) where they differ.
+    """
+    claim = supported(results)
+    if claim is None:
+        return []
+    (p_low, p_high), (t_low, t_high) = claim
+    pythons = sorted({p for p, _ in results}, key=_minor_key)
+    tfs = [t for t in sorted({t for _, t in results}, key=_minor_key)
+           if _minor_key(t_low) <= _minor_key(t) <= _minor_key(t_high)]
+    rows = {p: (t_low, t_high) for p in pythons
+            if _minor_key(p_low) <= _minor_key(p) <= _minor_key(p_high)}
+
+    def newest_run(python):
+        for start in range(len(tfs)):
+            status = [results.get((python, t), {}).get("result", "not run") for t in tfs[start:]]
+            if all(s in ("pass", NO_WHEEL) for s in status) and "pass" in status:
+                return tfs[start], t_high
+        return None
+
+    for step in (_next_minor, _previous_minor):
+        python = step(p_high if step is _next_minor else p_low)
+        while python in pythons and newest_run(python):
+            rows[python] = newest_run(python)
+            python = step(python)
+    return sorted(rows.items(), key=lambda row: _minor_key(row[0]))
+
+
+def _previous_minor(minor):
+    major, number = map(int, minor.split("."))
+    return f"{major}.{number - 1}"
+
+
+def extra_requirements(results, distribution):
+    """DISTRIBUTION's lines in setup.cfg's extras: one per run of consecutive
+    Pythons sharing a TF range, with a python_version marker where the claims
+    differ by Python (python_requires bounds the rest)."""
+    rows = claims(results)
+    groups = []
+    for python, tf_range in rows:
+        if groups and groups[-1][1] == tf_range:
+            groups[-1][0].append(python)
+        else:
+            groups.append(([python], tf_range))
+    lines = []
+    for index, (pythons, (low, high)) in enumerate(groups):
+        markers = []
+        if index > 0:
+            markers.append(f'python_version>="{pythons[0]}"')
+        if index < len(groups) - 1:
+            markers.append(f'python_version<"{_next_minor(pythons[-1])}"')
+        line = f"{distribution}>={low},<{_next_minor(high)}"
+        lines.append(line + ("; " + " and ".join(markers) if markers else ""))
+    return lines
+
+
 def _consecutive(minors):
     keys = [_minor_key(m) for m in minors]
     return all(b == (a[0], a[1] + 1) for a, b in zip(keys, keys[1:]))
@@ -391,15 +454,18 @@ def render_markdown(results):
         "not tried yet, so not claimed.",
         "",
     ]
-    claim = supported(results)
-    if claim:
-        (p_low, p_high), (t_low, t_high) = claim
-        lines += [f"Proven: Python **{p_low} to {p_high}** with TensorFlow **{t_low} to "
-                  f"{t_high}**, every cell with a wheel passing (`python_requires = "
-                  f">={p_low},<{_next_minor(p_high)}` and `tensorflow>={t_low},"
-                  f"<{_next_minor(t_high)}` in setup.cfg). Passing cells outside that "
-                  f"range are proven too, but setup.cfg cannot say so without also "
-                  f"claiming cells that were not run or failed.", ""]
+    rows = claims(results)
+    if rows:
+        said = "; ".join(f"Python **{python}** with TensorFlow **{low} to {high}**"
+                         if low != high else f"Python **{python}** with TensorFlow **{low}**"
+                         for python, (low, high) in rows)
+        lines += [f"Proven: {said}; every cell with a wheel passing. setup.cfg says "
+                  f"exactly this: `python_requires = >={rows[0][0]},<"
+                  f"{_next_minor(rows[-1][0])}` and, in the extras, "
+                  + ", ".join(f"`{line}`" for line in extra_requirements(results, "tensorflow"))
+                  + ". Passing cells outside these ranges are proven too, but setup.cfg "
+                  "cannot say so without also claiming cells that were not run or failed.",
+                  ""]
     tfs = sorted({t for _, t in results}, key=_minor_key)
     pythons = sorted({p for p, _ in results} | set(PYTHONS), key=_minor_key)
     lines += ["| Python | " + " | ".join(f"TF {t}" for t in tfs) + " |",

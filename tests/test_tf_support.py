@@ -183,12 +183,35 @@ def test_versions_outside_the_proven_range_warn_once(monkeypatch):
     with pytest.warns(tf_support.UntestedTensorFlowWarning) as caught:
         tf_support.warn_if_unproven("2.15.1")
     assert str(caught[0].message) == (
-        f"tpu_compat was tested with TensorFlow {low} to {high} (docs/tf_versions.md); "
+        f"tpu_compat was tested with TensorFlow {low} to {high} on Python "
+        f"{tf_support.PYTHON} (docs/tf_versions.md); "
         f"TensorFlow 2.15.1 is outside that range and may not work")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         tf_support.warn_if_unproven("2.15.1")      # once per process
         tf_support.warn_if_unproven(f"{high}.0")   # proven: silent
+
+
+def test_a_python_no_cell_proved_warns_for_every_tensorflow(monkeypatch):
+    # setup.cfg's python_requires keeps pip off such a Python; with
+    # --ignore-requires-python the warning still says the truth.
+    monkeypatch.setattr(tf_support, "_warned_versions", set())
+    monkeypatch.setattr(tf_support, "PYTHON", "3.99")
+    high = tf_support.PROVEN_TF_RANGE[1]
+    assert not tf_support.is_proven(f"{high}.0")
+    proven = ", ".join(sorted(tf_support.PROVEN_TF_RANGES,
+                              key=lambda minor: tuple(map(int, minor.split(".")))))
+    with pytest.warns(tf_support.UntestedTensorFlowWarning) as caught:
+        tf_support.warn_if_unproven(f"{high}.0")
+    assert str(caught[0].message) == (
+        f"tpu_compat was tested on Python {proven} (docs/tf_versions.md); Python 3.99 "
+        f"was not, and TensorFlow {high}.0 on it may not work")
+
+
+def test_proven_range_is_this_pythons():
+    assert tf_support.PYTHON == "%d.%d" % sys.version_info[:2]
+    if tf_support.PYTHON in tf_support.PROVEN_TF_RANGES:
+        assert tf_support.PROVEN_TF_RANGE == tf_support.PROVEN_TF_RANGES[tf_support.PYTHON]
 
 
 @pytest.mark.requires_tf

@@ -9,14 +9,28 @@ uses the same facts to spot broken mixes. Nothing here imports TensorFlow.
 
 import importlib.metadata
 import importlib.util
+import sys
 import warnings
 
 from packaging.version import InvalidVersion, Version
 
-# The TensorFlow minors scripts/tf_version_matrix.py proved (docs/tf_versions.md).
-# setup.cfg's `tensorflow` and `keras2` extras say the same range;
-# tests/test_tf_versions.py keeps the three in agreement.
-PROVEN_TF_RANGE = ("2.16", "2.21")
+# Per Python, the TensorFlow minors scripts/tf_version_matrix.py proved
+# (docs/tf_versions.md, its claims()); setup.cfg's python_requires and its
+# `tensorflow` and `keras2` extras (with python_version markers where the
+# ranges differ) say the same; tests/test_tf_versions.py keeps them in agreement.
+PROVEN_TF_RANGES = {"3.11": ("2.16", "2.21")}
+
+PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def _python_key(minor):
+    return tuple(int(part) for part in minor.split("."))
+
+
+# This interpreter's range; on a Python no cell proved, the nearest proven
+# Python's (for the messages; is_proven() is then False for every version).
+PROVEN_TF_RANGE = PROVEN_TF_RANGES.get(PYTHON) or PROVEN_TF_RANGES[min(
+    PROVEN_TF_RANGES, key=lambda minor: abs(_python_key(minor)[1] - sys.version_info[1]))]
 
 # Distributions that each install the `tensorflow` package directory. Two of
 # them in one environment overwrite each other's files.
@@ -87,7 +101,10 @@ def minor_of(version):
 
 
 def is_proven(version):
-    """Whether TensorFlow VERSION's minor lies in :data:`PROVEN_TF_RANGE`."""
+    """Whether this Python was proven and TensorFlow VERSION's minor lies in
+    :data:`PROVEN_TF_RANGE` (this Python's)."""
+    if PYTHON not in PROVEN_TF_RANGES:
+        return False
     minor = minor_of(version)
     low, high = (minor_of(v) for v in PROVEN_TF_RANGE)
     return minor is not None and low <= minor <= high
@@ -105,9 +122,15 @@ def warn_if_unproven(version, stacklevel=3):
     if is_proven(version) or version in _warned_versions:
         return
     _warned_versions.add(version)
+    if PYTHON not in PROVEN_TF_RANGES:
+        warnings.warn(
+            f"tpu_compat was tested on Python {', '.join(sorted(PROVEN_TF_RANGES, key=_python_key))} "
+            f"(docs/tf_versions.md); Python {PYTHON} was not, and TensorFlow {version} "
+            f"on it may not work", UntestedTensorFlowWarning, stacklevel=stacklevel)
+        return
     low, high = PROVEN_TF_RANGE
     warnings.warn(
-        f"tpu_compat was tested with TensorFlow {low} to {high} "
+        f"tpu_compat was tested with TensorFlow {low} to {high} on Python {PYTHON} "
         f"(docs/tf_versions.md); TensorFlow {version} is outside that range and "
         f"may not work", UntestedTensorFlowWarning, stacklevel=stacklevel)
 
