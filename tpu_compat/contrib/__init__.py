@@ -169,6 +169,10 @@ class ContribTPU(_ContribSubmodule):
     outfeed_dequeue = _serves(f"{_TPU}:outfeed_dequeue")
     repeat = _serves(f"{_TPU}:repeat")
     while_loop = _serves(f"{_TPU}:while_loop")
+    # The TF 1.9-1.13 Keras TPU API (tpu_compat.runtime.keras_tpu_model).
+    keras_to_tpu_model = _serves("tpu_compat.runtime.keras_tpu_model:keras_to_tpu_model")
+    TPUDistributionStrategy = _serves(
+        "tpu_compat.runtime.keras_tpu_model:TPUDistributionStrategy")
 
 
 class ContribGenTPUOps(_ContribSubmodule):
@@ -186,10 +190,6 @@ class ContribGenTPUOps(_ContribSubmodule):
     outfeed_enqueue = _serves(f"{_TPU}:outfeed_enqueue")
     outfeed_dequeue_tuple = _serves(f"{_TPU}:outfeed_dequeue_tuple")
     outfeed_dequeue = _serves(f"{_TPU}:outfeed_dequeue")
-    # The TF 1.9-1.13 Keras TPU API (tpu_compat.runtime.keras_tpu_model).
-    keras_to_tpu_model = _serves("tpu_compat.runtime.keras_tpu_model:keras_to_tpu_model")
-    TPUDistributionStrategy = _serves(
-        "tpu_compat.runtime.keras_tpu_model:TPUDistributionStrategy")
 
 
 class ContribDistribute(_ContribSubmodule):
