@@ -138,7 +138,7 @@ class TPUEstimator(Estimator):
         """
         config = self._program_session_config
         from tpu_compat.runtime import backend as backend_lib  # pylint: disable=import-outside-toplevel
-        from tpu_compat.runtime import pod as pod_lib  # pylint: disable=import-outside-toplevel
+        from tpu_compat.pod import session as pod_lib  # pylint: disable=import-outside-toplevel
         chosen = backend_lib.get_backend()
         if not chosen.emulated or pod_lib.current_pod() is not None:
             # A pod's devices live in its workers' servers, whose own config
