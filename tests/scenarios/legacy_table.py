@@ -288,9 +288,11 @@ def tf115_low_level_tpu_graph():
         with tpu.bfloat16_scope():  # TPC048
             tf.constant(1.0)
         tpu.shutdown_system()  # TPC050
+
+
 @snippet
 def tf1_infeed_outfeed_pattern():
-    from tensorflow.contrib.tpu.ops.gen_tpu_ops import outfeed_dequeue_tuple  # TPC146
+    from tensorflow.contrib.tpu.ops.gen_tpu_ops import outfeed_dequeue_tuple  # TPC100 TPC146
     contrib = tf.compat.v1.contrib
     with tf.Graph().as_default():
         contrib.tpu.infeed_enqueue_tuple([tf.ones([2])], [(2,)], device_ordinal=0)  # TPC140
