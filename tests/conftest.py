@@ -77,7 +77,10 @@ def pytest_collection_modifyitems(items):
         return
     skip = pytest.mark.skip(reason=NO_TF_REASON)
     for item in items:
-        if item.get_closest_marker("requires_tf") is not None:
+        # A test that asks for the in-process emulated TPU needs TensorFlow
+        # whether or not it says so.
+        if (item.get_closest_marker("requires_tf") is not None
+                or "tpu8" in getattr(item, "fixturenames", ())):
             item.add_marker(skip)
 
 
@@ -145,6 +148,29 @@ def tpu8():
     chosen = backend.get_backend()
     assert chosen.num_replicas == 8 and chosen.kind == "cpu"
     return chosen
+
+
+@pytest.fixture(autouse=True)
+def _tensorflow_devices_left_to_tpu8(request):
+    """Fails the test that initializes TensorFlow's devices in process without ``tpu8``.
+
+    The layout is fixed at that moment, so such a test would leave its worker
+    with one CPU device and every later ``tpu8`` test there would error at
+    setup, far from the cause. This names the cause instead.
+    """
+    yield
+    if "tpu8" in request.fixturenames or "tensorflow" not in sys.modules:
+        return
+    from tensorflow.python.eager import context  # pylint: disable=import-outside-toplevel
+    if not context.context()._initialized:  # pylint: disable=protected-access
+        return
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    found = len(tf.config.list_logical_devices("CPU"))
+    if found != 8:
+        pytest.fail(f"{request.node.nodeid} initialized TensorFlow's devices in this "
+                    f"process with {found} CPU device(s) before the tpu8 fixture "
+                    f"configured 8: use the tpu8 fixture, or run the code in a "
+                    f"subprocess", pytrace=False)
 
 
 def process_gone(pid, within=10.0):

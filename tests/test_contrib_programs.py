@@ -9,6 +9,8 @@ import pytest
 
 from conftest import check_ok, parse_numbers, run_scenario
 
+pytestmark = pytest.mark.requires_tf
+
 REPLICAS = (1, 2, 8)
 
 

@@ -158,6 +158,7 @@ def test_a_warning_points_at_the_users_line_whatever_loader_the_globals_name(
             deprecation.warn_at_frame("legacy", TPUCompatDeprecationWarning, frame)
 
 
+@pytest.mark.requires_tf
 def test_error_policy_under_python_W_error_fails_at_the_users_line(legacy_script):
     # On every interpreter: the program runs as __main__ without a loader
     # (Python 3.12+ refused that in warn_explicit), and -W error turns any
@@ -258,6 +259,7 @@ def test_warning_inside_tf_function_points_at_the_users_source(tmp_path):
     assert [line.split(":")[:2] for line in _warning_lines(result.stderr)] == [[str(script), "7"]]
 
 
+@pytest.mark.requires_tf
 def test_device_warning_inside_tf_function_points_at_the_users_source(tmp_path):
     """Device-mapping warnings take the one warn path (autograph's copy mapped back)."""
     script = tmp_path / "traced_device.py"

@@ -12,6 +12,8 @@ import pytest
 
 from conftest import check_ok, parse_numbers, run_scenario
 
+pytestmark = pytest.mark.requires_tf
+
 EPOCHS = 2
 
 
@@ -42,6 +44,7 @@ def test_keras_cnn_validation_with_a_partial_batch_smaller_than_the_replicas(
     assert numbers["tpu_eval_accuracy"] == pytest.approx(numbers["ref_eval_accuracy"], abs=1e-7)
 
 
+@pytest.mark.usefixtures("tpu8")  # in process: the 8-core layout first
 def test_the_guard_leaves_non_empty_batches_and_gradients_alone():
     """In-process, oneDNN or not: the guarded op equals TensorFlow's own on a
     non-empty batch, gives an empty batch the filters' channels, and its

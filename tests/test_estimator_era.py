@@ -26,6 +26,8 @@ import tensorflow as tf
 
 from conftest import check_ok, parse_numbers, run_scenario
 
+pytestmark = pytest.mark.requires_tf
+
 REPLICAS = 8
 TF1_PROGRAM = "estimator_tf1_flags.py"
 TF2_PROGRAM = "estimator_tf2_flags.py"
@@ -62,6 +64,7 @@ def test_flags_passed_whole_as_params_construct_and_run(tf1_runs):
     assert numbers["eval_global_step"] == 8
 
 
+@pytest.mark.usefixtures("tpu8")  # in process: the 8-core layout first
 def test_only_batch_size_and_context_are_reserved():
     from tpu_compat.estimator import tpu as tpu_lib
 
@@ -266,11 +269,13 @@ def _trace_model_fn_once_per_strategy(create_variables_first):
         control_flow_util.ENABLE_CONTROL_FLOW_V2 = saved
 
 
+@pytest.mark.usefixtures("tpu8")  # in process: the 8-core layout first
 def test_a_model_fn_traced_once_cannot_create_its_variables():
     with pytest.raises(Exception, match="Unable to lift tensor"):
         _trace_model_fn_once_per_strategy(create_variables_first=False)
 
 
+@pytest.mark.usefixtures("tpu8")  # in process: the 8-core layout first
 def test_a_model_fn_traced_once_cannot_sum_its_gradients():
     with pytest.raises(RuntimeError, match="merge_call` called while defining a new graph"):
         _trace_model_fn_once_per_strategy(create_variables_first=True)

@@ -206,6 +206,7 @@ def test_the_registry_refuses_an_order_that_breaks_a_declared_constraint():
     assert [row.option for row in import_router.REDIRECTS] == ["tf1_imports", None, None]
 
 
+@pytest.mark.requires_tf
 def test_tf1_row_is_installed_and_undone_by_install():
     # disable_v2_behavior is once per process: a fresh one.
     code = textwrap.dedent("""

@@ -14,6 +14,8 @@ import pytest
 
 from conftest import check_ok, parse_numbers, run_cli, run_scenario
 
+pytestmark = pytest.mark.requires_tf
+
 FEATURES = 5
 
 

@@ -23,6 +23,8 @@ import pytest
 
 from conftest import check_ok, run_cli, run_scenario
 
+pytestmark = pytest.mark.requires_tf
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 RTOL = 1e-5
 ATOL = 1e-6

@@ -137,6 +137,7 @@ print("PROCESSES", len(children), len(launch.worker_pids()), session.current_pod
 """
 
 
+@pytest.mark.requires_tf
 def test_get_backend_starts_no_process_and_says_what_starts_the_pod():
     result = subprocess.run(
         [sys.executable, "-c", _GETTER_PROBE], capture_output=True, text=True, timeout=300,

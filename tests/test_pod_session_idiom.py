@@ -15,6 +15,8 @@ import pytest
 
 from conftest import check_ok, run_scenario
 
+pytestmark = pytest.mark.requires_tf
+
 REPLICAS = 4
 
 

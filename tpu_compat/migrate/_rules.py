@@ -70,9 +70,9 @@ GRAPH_MODE_SWITCHES = frozenset({"tensorflow.compat.v1.disable_eager_execution",
                                  "tensorflow.compat.v1.disable_v2_behavior"})
 
 # Method names no other library uses: a call is the legacy API whatever the
-# receiver (`estimator.export_savedmodel(...)`; estimators are not tracked
-# like strategies).
-DISTINCTIVE_METHODS = frozenset({legacy_api.get("TPC083").name})
+# receiver (`estimator.export_savedmodel(...)`, `tpu_model.sync_to_cpu()`;
+# estimators and Keras TPU models are not tracked like strategies).
+DISTINCTIVE_METHODS = frozenset(legacy_api.get(rule).name for rule in ("TPC083", "TPC162"))
 
 
 # Names that hold a strategy by convention: strategy, tpu_strategy,
