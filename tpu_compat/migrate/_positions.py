@@ -117,7 +117,11 @@ def code_spans(module: cst.Module, nodes: Iterable[cst.CSTNode]):
         lines = _offsets(code)
 
         def offset(position):
-            return lines[position.line - 1] + position.column
+            # The end of a module without a final newline may be counted
+            # past its popped last line break.
+            if position.line > len(lines):
+                return len(code)
+            return min(lines[position.line - 1] + position.column, len(code))
         return code, {node: (offset(inclusive[node].start), offset(syntactic[node].start),
                              offset(inclusive[node].end)) for node in nodes}
     state = _SpanState(module, nodes)

@@ -51,10 +51,11 @@ def unchanged_outside(original: str, updated: str, edits: Iterable[Tuple[int, in
     (``(start, end)`` offsets into ``original``) replaced and only TODO lines
     inserted at the ``insertions`` offsets; else why not.
 
-    The kept pieces of ``original`` are looked for in ``updated`` in order,
-    each at the leftmost place after the previous one (which finds a match
-    whenever one exists), the last one at the very end; the cost is linear in
-    the two texts' lengths.
+    The kept text between edits (a *unit*: pieces of ``original`` that only
+    TODO lines may separate) is looked for in ``updated`` in order, each unit
+    at the leftmost place after the previous one (which finds a match whenever
+    one exists, an edit's new text being anything), the first at the start
+    and the last at the very end.
     """
     regions = sorted([(start, end, False) for start, end in edits]
                      + [(offset, offset, True) for offset in insertions])
@@ -65,30 +66,51 @@ def unchanged_outside(original: str, updated: str, edits: Iterable[Tuple[int, in
             merged[-1] = (last[0], max(last[1], end), False)
         else:
             merged.append((start, end, todo))
-    if not merged:
-        return None if updated == original else _where(original, 0)
-    pieces, previous = [], 0
-    for start, end, _ in merged:
-        pieces.append(original[previous:start])
+    units, unit_starts, previous = [[]], [0], 0
+    for start, end, todo in merged:
+        units[-1].append(original[previous:start])
+        if not todo:
+            units.append([])
+            unit_starts.append(end)
         previous = end
-    pieces.append(original[previous:])
-    if not updated.startswith(pieces[0]):
-        return _where(original, 0)
-    position = len(pieces[0])
-    for index, (start, end, todo) in enumerate(merged):
-        piece = pieces[index + 1]
-        if index + 1 == len(merged):
-            found = len(updated) - len(piece)
-            if found < position or not updated.endswith(piece):
-                return _where(original, end)
-        else:
-            found = updated.find(piece, position)
-            if found < 0:
-                return _where(original, end)
-        if todo and not _TODO_LINES.fullmatch(updated, position, found):
-            return _where(original, start)
-        position = found + len(piece)
+    units[-1].append(original[previous:])
+    position = 0
+    for index, unit in enumerate(units):
+        found = _find_unit(updated, unit, position, anchored=index == 0,
+                           at_end=index == len(units) - 1)
+        if found is None:
+            return _where(original, unit_starts[index])
+        position = found
     return None
+
+
+def _find_unit(updated, unit, start, anchored, at_end):
+    """Where ``unit`` ends in ``updated`` (placed leftmost from ``start``; at
+    ``start`` when ``anchored``, ending at the end when ``at_end``), or None."""
+    if at_end and len(unit) == 1 and not anchored:
+        found = len(updated) - len(unit[0])
+        return len(updated) if found >= start and updated.endswith(unit[0]) else None
+    found = start if anchored else updated.find(unit[0], start)
+    while found >= 0:
+        end = _match_unit(updated, unit, found)
+        if end is not None and (not at_end or end == len(updated)):
+            return end
+        if anchored:
+            return None
+        found = updated.find(unit[0], found + 1)
+    return None
+
+
+def _match_unit(updated, unit, at):
+    if not updated.startswith(unit[0], at):
+        return None
+    position = at + len(unit[0])
+    for piece in unit[1:]:
+        position = _TODO_LINES.match(updated, position).end()
+        if not updated.startswith(piece, position):
+            return None
+        position += len(piece)
+    return position
 
 
 def _where(original, offset):

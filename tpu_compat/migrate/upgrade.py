@@ -296,8 +296,12 @@ def upgrade_text(text, path="<string>"):
     outcomes = planner.plan()
     if not planner.edits and not planner.todos:
         return text, outcomes
-    new_code, applied, placed = _rewrite(analysis.wrapper.module, planner.edits,
-                                         planner.todos, code)
+    module = analysis.wrapper.module
+    if "\n" not in code and "\r" not in code and trailer[:1] in ("\r", "\n"):
+        # One line of code: libcst would take "\n" for the file's line break.
+        module = module.with_changes(default_newline="\r\n" if trailer.startswith("\r\n")
+                                     else trailer[0])
+    new_code, applied, placed = _rewrite(module, planner.edits, planner.todos, code)
     new_text = new_code + trailer
     try:
         scan.parse(new_text)
