@@ -15,7 +15,7 @@ RUN = ("import tensorflow as tf\nstrategy = tf.distribute.experimental.TPUStrate
        "ds = strategy.experimental_make_numpy_dataset(a)\n")
 
 
-@pytest.mark.parametrize("unbind", ["del tf", "del x, tf", "def f():\n    del tf"])
+@pytest.mark.parametrize("unbind", ["del tf", "del x, tf", "if flag:\n    del (tf)"])
 def test_after_del_tf_no_new_use_of_tf_is_written(unbind):
     source = RUN.format(unbind=unbind)
     result = upgrade.upgrade_bytes("t.py", source.encode())
@@ -29,7 +29,9 @@ def test_after_del_tf_no_new_use_of_tf_is_written(unbind):
     assert actions["TPC001"] == actions["TPC004"] == "todo"
 
 
-def test_without_del_tf_the_call_is_still_wrapped():
-    out = upgrade.upgrade_bytes("t.py", RUN.format(unbind="").encode()).output.decode()
+@pytest.mark.parametrize("unbind", ["", "def f():\n    del tf"])
+def test_without_del_tf_here_the_call_is_still_wrapped(unbind):
+    # A `del tf` in a function unbinds only that function's (local) tf.
+    out = upgrade.upgrade_bytes("t.py", RUN.format(unbind=unbind).encode()).output.decode()
     assert "strategy.run(tf.function(fn), args=(1,))" in out
     assert "ds = tf.data.Dataset.from_tensor_slices(a)" in out

@@ -201,7 +201,7 @@ class _Collector(cst.CSTVisitor):
         self._loop_stack: List[int] = []
         self._seq = 0
         self._legacy_names = set()                 # names bound by legacy `from` imports
-        self.deleted: Set[str] = set()             # names some `del` unbinds, anywhere
+        self.deleted: Dict[int, Set[str]] = {}     # id(scope) -> names a `del` there unbinds
 
     def _scope(self, node):
         return self.scopes.get(node)
@@ -304,7 +304,7 @@ class _Collector(cst.CSTVisitor):
         while targets:
             target = targets.pop()
             if isinstance(target, cst.Name):
-                self.deleted.add(target.value)
+                self.deleted.setdefault(id(self._scope(target)), set()).add(target.value)
             elif isinstance(target, (cst.Tuple, cst.List)):
                 targets.extend(element.value for element in target.elements)
 
@@ -577,7 +577,9 @@ class _Evaluator:
         visible = {}
         for current in reversed(chain):  # inner scopes shadow outer ones
             imported, other = self._names_of(current)
-            for name in [name for name in visible if name in other]:
+            # A name some `del` in this scope unbinds (flow-insensitively) is gone.
+            deleted = self.c.deleted.get(id(current), ())
+            for name in [name for name in visible if name in other or name in deleted]:
                 del visible[name]
             for name, assignments in imported.items():
                 # The finding's own scope sees only the imports above it.
@@ -586,7 +588,7 @@ class _Evaluator:
                 paths = {self.import_path(a) for a in earlier}
                 module = paths.pop() if len(paths) == 1 else None
                 if (module and module.split(".", 1)[0] == imports.TENSORFLOW
-                        and name not in self.c.deleted):
+                        and name not in deleted):
                     visible[name] = module
                 else:
                     visible.pop(name, None)
