@@ -279,7 +279,7 @@ def _rewrite(module, edits, todos, text):
     return new_text, rewriter.applied, rewriter.todo_placed
 
 
-def upgrade_text(text, path="<string>"):
+def upgrade_text(text, path="<string>", max_bytes=None, size=None):
     """``(new_text, outcomes)`` for one module's text.
 
     Raises SyntaxError / sources.SourceError if it does not parse, and
@@ -288,7 +288,9 @@ def upgrade_text(text, path="<string>"):
     # libcst is given the code without its trailing blank and comment lines,
     # which it does not always give back (see _preserve); they are kept as read.
     code, trailer = _preserve.split_trailer(text)
-    analysis = scan.analyze_text(code, path)
+    analysis = scan.analyze_text(code, path, max_bytes=max_bytes,
+                                 size=len(text.encode("utf-8", "surrogatepass"))
+                                 if size is None and max_bytes is not None else size)
     if analysis is None or not analysis.findings:
         return text, []
     findings = analysis.findings
@@ -321,15 +323,19 @@ def _error(source, message):
     return FileUpgrade(source.path, source.raw, None, [], scan.FileError(source.path, message))
 
 
-def upgrade_source(source: sources.SourceFile) -> FileUpgrade:
-    """Upgrades one read file in memory; never raises for a bad file."""
+def upgrade_source(source: sources.SourceFile, max_bytes=None) -> FileUpgrade:
+    """Upgrades one read file in memory; never raises for a bad file.
+
+    ``max_bytes``: the per-file limit past which a file is skipped (see
+    scan.analyze_text)."""
     if source.notebook:
-        scanned = scan.scan_source(source)
+        scanned = scan.scan_source(source, max_bytes)
         if scanned.error is not None:
             return FileUpgrade(source.path, source.raw, None, [], scanned.error)
         return FileUpgrade(source.path, source.raw, None, _Planner(scanned.findings).plan())
     try:
-        new_text, outcomes = upgrade_text(source.text, source.path)
+        new_text, outcomes = upgrade_text(source.text, source.path, max_bytes,
+                                          len(source.raw))
     except SyntaxError as error:
         return _error(source, scan.describe_syntax_error(error))
     except sources.SourceError as error:
@@ -349,23 +355,23 @@ def upgrade_source(source: sources.SourceFile) -> FileUpgrade:
     return FileUpgrade(source.path, source.raw, new_text.encode(source.encoding), outcomes)
 
 
-def _upgrade_once(path, raw) -> FileUpgrade:
+def _upgrade_once(path, raw, max_bytes) -> FileUpgrade:
     try:
         source = sources.source_from_bytes(path, raw)
     except sources.SourceError as error:
         return FileUpgrade(path, raw, None, [], scan.FileError(path, str(error)))
-    return upgrade_source(source)
+    return upgrade_source(source, max_bytes)
 
 
-def upgrade_bytes(path, raw) -> FileUpgrade:
+def upgrade_bytes(path, raw, max_bytes=None) -> FileUpgrade:
     """Upgrades ``raw`` as the contents of ``path``; never raises for bad input."""
-    first = _upgrade_once(path, raw)
+    first = _upgrade_once(path, raw, max_bytes)
     if first.error is not None or not first.changed:
         return first
     # A rewrite can land on a name that is itself legacy (tf.contrib.tpu.X ->
     # tf.compat.v1.tpu.X, still a TF 1.x API): a second pass leaves that
     # name's TODO, so one run of upgrade is final.
-    second = _upgrade_once(path, first.output)
+    second = _upgrade_once(path, first.output, None)
     if second.error is not None or not second.changed:
         return first
     already = collections.Counter(o.finding.rule for o in first.outcomes if o.action == TODO)
@@ -380,12 +386,12 @@ def upgrade_bytes(path, raw) -> FileUpgrade:
     return FileUpgrade(path, raw, second.output, first.outcomes + added)
 
 
-def upgrade_file(path) -> FileUpgrade:
+def upgrade_file(path, max_bytes=None) -> FileUpgrade:
     try:
         raw = sources.read_bytes(path)
     except sources.SourceError as error:
         return FileUpgrade(path, None, None, [], scan.FileError(path, str(error)))
-    return upgrade_bytes(path, raw)
+    return upgrade_bytes(path, raw, max_bytes)
 
 
 def outcome_counts(outcomes):
