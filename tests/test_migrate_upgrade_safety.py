@@ -50,10 +50,14 @@ def test_a_symbolic_link_is_reported_and_not_followed(tmp_path, capsys):
     tree.mkdir()
     (tree / "l.py").symlink_to(outside)
     (tree / "real.py").write_text(LEGACY_FILE)
+    (tree / "linked_dir").symlink_to(tmp_path / "other", target_is_directory=True)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "o.py").write_text(LEGACY_FILE)
     assert cli_main(["upgrade", "--in-place", "--force", str(tree)]) == 0
     err = capsys.readouterr().err
     assert "l.py: error: is a symbolic link" in err and "not followed" in err
     assert outside.read_text() == LEGACY_FILE and (tree / "l.py").is_symlink()
+    assert (tmp_path / "other" / "o.py").read_text() == LEGACY_FILE
     assert (tree / "real.py").read_text() == UPGRADED_FILE
     # --output does not copy what the link points at either.
     out = tmp_path / "out"
