@@ -225,6 +225,7 @@ def _summary(results, dry_run):
 
 def run_upgrade(args):
     _check_upgrade_arguments(args)
+    max_bytes = max_file_bytes(args)
     # libcst loads only here: scan must stay light.
     # pylint: disable-next=import-outside-toplevel
     from tpu_compat.migrate import upgrade as upgrade_module
@@ -232,7 +233,6 @@ def run_upgrade(args):
         files = list(sources.discover(args.paths, args.exclude, skip_under=args.output))
     except sources.MissingPathError as error:
         raise UsageError(f"tpu-compat upgrade: error: {error}") from None
-    max_bytes = max_file_bytes(args)
     outputs = _output_paths(args, files)
     if args.output:
         _check_outputs_differ(outputs)
