@@ -192,7 +192,7 @@ def _undo_edits(data):
     return text.encode("utf-8")
 
 
-@settings(max_examples=60, deadline=None, database=None, derandomize=True,
+@settings(max_examples=40, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(files())
 def test_fuzz_bytes_outside_edits_are_kept_output_parses_and_is_final(data):
