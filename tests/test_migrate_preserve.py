@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tpu_compat.cli import main as cli_main
 from tpu_compat.migrate import _preserve, upgrade
 
 PROGRAM = ('import tensorflow as tf\nstrategy = tf.distribute.MirroredStrategy()\n'
@@ -114,6 +115,20 @@ def test_a_rewrite_that_would_lose_a_byte_is_refused_and_the_file_left_unchanged
     result = upgrade.upgrade_bytes("t.py", data)
     assert result.error is not None and "outside its edits" in result.error.message
     assert not result.changed and result.output == data
+
+
+def test_a_refused_file_is_left_untouched_in_place_and_counted(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(_preserve, "split_trailer", lambda text: (text, ""))
+    target = tmp_path / "t.py"
+    data = (PROGRAM + "\n\n    # c1\n").encode()
+    target.write_bytes(data)
+    (tmp_path / "fine.py").write_text(PROGRAM)
+    assert cli_main(["upgrade", "--in-place", "--force", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "t.py: error: libcst does not reproduce this file exactly; left unchanged" in err
+    assert "1 of 2 files changed" in err and "1 files could not be upgraded" in err
+    assert target.read_bytes() == data
+    assert "axis=None" in (tmp_path / "fine.py").read_text()
 
 
 def test_a_file_libcst_cannot_reproduce_is_refused(monkeypatch):
