@@ -28,10 +28,10 @@ import os
 from tpu_compat import _config
 # The table's shape, re-exported: settings.RUN, settings.Setting, ...
 from tpu_compat.settings_schema import (  # pylint: disable=unused-import
-    COMMANDS, ENTRY_POINT_NAMES, ENTRY_POINTS, LIBRARY, PYTEST, REGRESS, RUN, Computed,
-    FrozenError, Setting, Settings)
+    COMMANDS, ENTRY_POINT_NAMES, ENTRY_POINTS, LIBRARY, MIGRATE, PYTEST, REGRESS, RUN,
+    Computed, FrozenError, Setting, Settings)
 
-__all__ = ["ENTRY_POINTS", "LIBRARY", "PYTEST", "REGRESS", "ROWS", "RUN", "Setting",
+__all__ = ["ENTRY_POINTS", "LIBRARY", "MIGRATE", "PYTEST", "REGRESS", "ROWS", "RUN", "Setting",
            "Settings", "add_flags", "export", "read", "resolve", "row"]
 
 # A v2-8 / v3-8 slice has 8 cores: what the emulated TPU has unless told.
@@ -181,6 +181,16 @@ ROWS = (
                 "([emulated TPU](docs/emulated_tpu.md#empty-replica-batches))",
         show=_unset_as("unset (TensorFlow's default)"), exported_by=(RUN,),
         blank_is_unset=False),
+    # libcst's parse and analysis cost about 13 CPU s and 400 MB per MB of
+    # source (a 5 MB file: 131 s and 2.1 GB for upgrade's two passes).
+    Setting(
+        "max_file_bytes", "TPU_COMPAT_MAX_FILE_BYTES", _config.positive_int,
+        {MIGRATE: 1_000_000},
+        values="positive number of bytes",
+        meaning="`scan` and `upgrade` report and skip a file larger than this that may "
+                "hold a legacy API ([migration](docs/migration.md#what-upgrade-never-does))",
+        summary="skip (and report) a file larger than this that may hold a legacy API",
+        flag="--max-file-bytes", flag_entries=(MIGRATE,), metavar="N"),
 )
 
 _BY_NAME = {setting.name: setting for setting in ROWS}
@@ -197,6 +207,7 @@ POD_TIMEOUT_VAR = _BY_NAME["pod_timeout"].variable
 POD_PORT_VAR = _BY_NAME["pod_port"].variable
 LEGACY_KERAS_VAR = _BY_NAME["legacy_keras"].variable
 ONEDNN_VAR = _BY_NAME["onednn"].variable
+MAX_FILE_BYTES_VAR = _BY_NAME["max_file_bytes"].variable
 
 BACKENDS = _BY_NAME["backend"].choices
 WARNING_POLICIES = _BY_NAME["warnings"].choices

@@ -10,18 +10,20 @@ whole package).
 import os
 import types
 
-__all__ = ["COMMANDS", "ENTRY_POINTS", "ENTRY_POINT_NAMES", "LIBRARY", "PYTEST", "REGRESS",
-           "RUN", "Computed", "FrozenError", "Setting", "Settings"]
+__all__ = ["COMMANDS", "ENTRY_POINTS", "ENTRY_POINT_NAMES", "LIBRARY", "MIGRATE", "PYTEST",
+           "REGRESS", "RUN", "Computed", "FrozenError", "Setting", "Settings"]
 
 # The entry points, in the order the documentation names them.
 RUN, REGRESS, PYTEST, LIBRARY = "run", "regress", "pytest", "install()"
-ENTRY_POINTS = (RUN, REGRESS, PYTEST, LIBRARY)
+MIGRATE = "scan/upgrade"
+ENTRY_POINTS = (RUN, REGRESS, PYTEST, LIBRARY, MIGRATE)
 # How the documentation names each entry point.
 ENTRY_POINT_NAMES = {RUN: "`run`", REGRESS: "`regress`, `verify`",
                      PYTEST: "the pytest plugin",
-                     LIBRARY: "programs that call `install()` themselves"}
+                     LIBRARY: "programs that call `install()` themselves",
+                     MIGRATE: "`scan`, `upgrade`"}
 # The subcommands that are each entry point (their flags share the rows).
-COMMANDS = {RUN: ("run",), REGRESS: ("regress", "verify")}
+COMMANDS = {RUN: ("run",), REGRESS: ("regress", "verify"), MIGRATE: ("scan", "upgrade")}
 
 
 class FrozenError(AttributeError):

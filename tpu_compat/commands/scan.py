@@ -7,10 +7,11 @@ something was (unless ``--exit-zero``), 2 for usage errors.
 import os
 import sys
 
+from tpu_compat import settings
 from tpu_compat.exit_codes import EXIT_FAILURE, EXIT_OK, UsageError
 from tpu_compat.migrate import report, scan, sources
 
-__all__ = ["add_common_arguments", "register", "run_scan", "write_stdout"]
+__all__ = ["add_common_arguments", "max_file_bytes", "register", "run_scan", "write_stdout"]
 
 _SCAN_FORMATS = {"text": report.scan_text, "json": report.scan_json, "sarif": report.scan_sarif}
 
@@ -39,6 +40,13 @@ def add_common_arguments(parser, fail_help="exit with 1 when anything is found (
                         help="skip files and directories whose path or name "
                              "matches GLOB (repeatable)")
     parser.add_argument("--fail-on-findings", action="store_true", help=fail_help)
+    settings.add_flags(parser, settings.MIGRATE)
+
+
+def max_file_bytes(args):
+    """The per-file limit: --max-file-bytes, else its variable, else the default."""
+    return settings.resolve(settings.MIGRATE,
+                            flags={"max_file_bytes": args.max_file_bytes}).max_file_bytes
 
 
 def write_stdout(text):
@@ -56,7 +64,7 @@ def write_stdout(text):
 
 def run_scan(args):
     try:
-        result = scan.scan_paths(args.paths, args.exclude)
+        result = scan.scan_paths(args.paths, args.exclude, max_file_bytes(args))
     except sources.MissingPathError as error:
         raise UsageError(f"tpu-compat scan: error: {error}") from None
     write_stdout(_SCAN_FORMATS[args.format](result))

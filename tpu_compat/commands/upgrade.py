@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-from tpu_compat.commands.scan import add_common_arguments, write_stdout
+from tpu_compat.commands.scan import add_common_arguments, max_file_bytes, write_stdout
 from tpu_compat.exit_codes import EXIT_FAILURE, EXIT_OK, UsageError
 from tpu_compat.migrate import report, scan, sources
 
@@ -150,19 +150,39 @@ def _write_one(args, upgrade, outputs):
         sources.atomic_write(outputs[upgrade.path], upgrade.output, mode_from=upgrade.path)
 
 
-def _write_outputs(args, results, outputs):
-    """Writes every file; returns ``(path, message)`` for those that failed.
+def _upgrade_one(upgrade_module, args, path, max_bytes):
+    """One file upgraded in memory, or why it is left alone (a symbolic link;
+    in place: other hard links, or read-only without --force)."""
+    problem = sources.link_problem(path)
+    if problem is not None:
+        return upgrade_module.FileUpgrade(path, None, None, [], scan.FileError(path, problem))
+    result = upgrade_module.upgrade_file(path, max_bytes)
+    if args.in_place and result.changed:
+        problem = sources.in_place_problem(path, args.force)
+        if problem is not None:
+            return upgrade_module.FileUpgrade(path, result.original, None, [],
+                                              scan.FileError(path, problem))
+    return result
 
-    A failed write leaves that file as it was (writes are atomic) and does
-    not stop the others.
-    """
-    failures = []
-    for upgrade in results:
-        try:
-            _write_one(args, upgrade, outputs)
-        except OSError as error:
-            failures.append((upgrade.path, f"cannot write: {error}"))
-    return failures
+
+def _stale_temp_files(args, files, outputs):
+    """Removes the temporary files a killed run left where this one writes
+    (with --diff, which writes nothing, only names them)."""
+    written = outputs.values() if args.output else files
+    for directory in sorted({os.path.dirname(path) for path in written}):
+        for temp in sources.stale_temp_files(directory):
+            if args.diff:
+                print(f"{temp}: a temporary file left by an interrupted tpu-compat run; "
+                      f"remove it", file=sys.stderr)
+                continue
+            try:
+                os.unlink(temp)
+            except OSError as error:
+                print(f"{temp}: a temporary file left by an interrupted tpu-compat run "
+                      f"could not be removed: {error.strerror or error}", file=sys.stderr)
+            else:
+                print(f"{temp}: removed (a temporary file left by an interrupted "
+                      f"tpu-compat run)", file=sys.stderr)
 
 
 def _write_report(args, results, outputs):
@@ -205,6 +225,7 @@ def _summary(results, dry_run):
 
 def run_upgrade(args):
     _check_upgrade_arguments(args)
+    max_bytes = max_file_bytes(args)
     # libcst loads only here: scan must stay light.
     # pylint: disable-next=import-outside-toplevel
     from tpu_compat.migrate import upgrade as upgrade_module
@@ -212,21 +233,31 @@ def run_upgrade(args):
         files = list(sources.discover(args.paths, args.exclude, skip_under=args.output))
     except sources.MissingPathError as error:
         raise UsageError(f"tpu-compat upgrade: error: {error}") from None
-    results = [upgrade_module.upgrade_file(path) for path in files]
     outputs = _output_paths(args, files)
-    write_failures = []
-    if args.diff:
-        for upgrade in results:
+    if args.output:
+        _check_outputs_differ(outputs)
+    _stale_temp_files(args, files, outputs)
+    upgrades = (_upgrade_one(upgrade_module, args, path, max_bytes) for path in files)
+    if args.in_place and not args.backup_suffix and not args.force:
+        # git is the way back: a changed file it cannot restore stops the run
+        # before anything is written, so every file is upgraded first.
+        upgrades = list(upgrades)
+        _require_restorable([u.path for u in upgrades if u.changed])
+    # Each file is shown or written as soon as it is upgraded: a slow or bad
+    # file never holds back those before it. A failed write leaves that file
+    # as it was (writes are atomic) and does not stop the others.
+    results, write_failures = [], []
+    for upgrade in upgrades:
+        results.append(upgrade)
+        if args.diff:
             if upgrade.changed:
                 write_stdout(_unified_diff(upgrade, outputs[upgrade.path]))
-        _print_issues(results, sys.stderr)
-    else:
-        if args.output:
-            _check_outputs_differ(outputs)
-        if args.in_place and not args.backup_suffix and not args.force:
-            _require_restorable([u.path for u in results if u.changed])
-        write_failures = _write_outputs(args, results, outputs)
-        _print_issues(results, sys.stdout)
+        else:
+            try:
+                _write_one(args, upgrade, outputs)
+            except OSError as error:
+                write_failures.append((upgrade.path, f"cannot write: {error}"))
+        _print_issues([upgrade], sys.stderr if args.diff else sys.stdout)
     if args.report:
         _write_report(args, results, outputs)
     print(_summary(results, dry_run=args.diff), file=sys.stderr)

@@ -29,7 +29,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from tpu_compat.migrate import _libcst_fast
 
-__all__ = ["start_positions"]
+__all__ = ["code_spans", "start_positions"]
 
 # PositionProvider's own definition of a line break inside a token.
 _NEWLINE = re.compile(r"\r\n?|\n")
@@ -78,6 +78,66 @@ class _TokenIndexState(_libcst_fast.CodegenState or object):
         if end_node is not None:
             end = self.spans[end_node][1]
         self.spans[node] = (start, end)
+
+
+class _SpanState(_TokenIndexState):
+    """Code generation of the whole module that keeps, for each node in
+    ``wanted``, the token range of everything it renders (leading lines and
+    owned whitespace included) and where its syntactic range starts."""
+
+    def __init__(self, module: cst.Module, wanted):
+        super().__init__(module, ())
+        self._wanted = set(wanted)
+        self.rendered: Dict[cst.CSTNode, Tuple[int, int]] = {}
+
+    def after_codegen(self, node):
+        start = self._starts.pop()
+        if node not in self.spans:
+            self.spans[node] = (start, len(self.tokens))
+        if node in self._wanted:
+            self.rendered[node] = (start, len(self.tokens))
+
+
+def _offsets(code):
+    """The offset where each line of ``code`` starts (PositionProvider's lines)."""
+    return [0] + [match.end() for match in _NEWLINE.finditer(code)]
+
+
+def code_spans(module: cst.Module, nodes: Iterable[cst.CSTNode]):
+    """``(code, {node: (start, syntactic_start, end)})``: the module's code and,
+    per node, the character offsets of everything it renders and where its
+    own syntax (after leading lines and whitespace) starts. One code
+    generation, linear in the module's size."""
+    nodes = list(nodes)
+    if not _libcst_fast.codegen_state():
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        syntactic = wrapper.resolve(PositionProvider)
+        inclusive = wrapper.resolve(cst.metadata.WhitespaceInclusivePositionProvider)
+        code = module.code
+        lines = _offsets(code)
+
+        def offset(position):
+            # The end of a module without a final newline may be counted
+            # past its popped last line break.
+            if position.line > len(lines):
+                return len(code)
+            return min(lines[position.line - 1] + position.column, len(code))
+        return code, {node: (offset(inclusive[node].start), offset(syntactic[node].start),
+                             offset(inclusive[node].end)) for node in nodes}
+    state = _SpanState(module, nodes)
+    module._codegen(state)  # pylint: disable=protected-access
+    ends = [0]
+    total = 0
+    for token in state.tokens:
+        total += len(token)
+        ends.append(total)
+    spans = {}
+    last = len(state.tokens)  # a module without a final newline pops its last one
+    for node in nodes:
+        start, end = state.rendered[node]
+        syntactic = state.spans[node][0]
+        spans[node] = (ends[min(start, last)], ends[min(syntactic, last)], ends[min(end, last)])
+    return "".join(state.tokens), spans
 
 
 def _advance(line, column, tokens):

@@ -28,9 +28,10 @@ the whole module is visited, so a function may use a global assigned below it.
 """
 
 import dataclasses
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
 import libcst as cst
+from libcst.helpers import get_full_name_for_node
 from libcst.metadata import (BuiltinScope, ClassScope, ExpressionContextProvider,
                              ImportAssignment, MetadataWrapper, QualifiedNameSource,
                              ScopeProvider)
@@ -200,6 +201,7 @@ class _Collector(cst.CSTVisitor):
         self._loop_stack: List[int] = []
         self._seq = 0
         self._legacy_names = set()                 # names bound by legacy `from` imports
+        self.deleted: Dict[int, Set[str]] = {}     # id(scope) -> names a `del` there unbinds
 
     def _scope(self, node):
         return self.scopes.get(node)
@@ -294,6 +296,17 @@ class _Collector(cst.CSTVisitor):
         value = _Strategy(HIGH) if _annotation_is_strategy(node.annotation) else node.value
         if value is not None:
             self._bind_target(node.target, value)
+
+    def visit_Del(self, node):
+        # libcst's scopes record `del tf` as a use, not a binding: after it,
+        # `tf` names nothing, so an upgrade must not spell a new call with it.
+        targets = [node.target]
+        while targets:
+            target = targets.pop()
+            if isinstance(target, cst.Name):
+                self.deleted.setdefault(id(self._scope(target)), set()).add(target.value)
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                targets.extend(element.value for element in target.elements)
 
     def visit_NamedExpr(self, node):
         self._bind_target(node.target, node.value)
@@ -393,14 +406,23 @@ class _Evaluator:
         self._import_findings: Dict[tuple, object] = {}
         self._traced_functions = set()
         self._graph_mode = False
+        self._referents: Dict[tuple, frozenset] = {}
+        self._scope_names: Dict[int, tuple] = {}
 
     # --- names ---
 
     def referents(self, name, scope):
         if scope is None:
             return None
-        accesses = scope.accesses[name]
-        return {referent for access in accesses for referent in access.referents}
+        # What every access of this name in this scope may refer to, computed
+        # once per (scope, name): per use it would cost uses x uses.
+        key = (id(scope), get_full_name_for_node(name))
+        found = self._referents.get(key)
+        if found is None:
+            accesses = scope.accesses[name]
+            found = self._referents[key] = frozenset(
+                referent for access in accesses for referent in access.referents)
+        return found
 
     def import_path(self, assignment):
         paths = {imports.canonical(q.name)
@@ -530,6 +552,19 @@ class _Evaluator:
 
     # --- where a name can be spelled ---
 
+    def _names_of(self, scope):
+        """``(imported, other)``: the names ``scope`` binds only by imports (with
+        those imports), and the names it binds otherwise; once per scope."""
+        cached = self._scope_names.get(id(scope))
+        if cached is None:
+            by_name = {}
+            for assignment in scope.assignments:
+                by_name.setdefault(assignment.name, []).append(assignment)
+            imported = {name: assignments for name, assignments in by_name.items()
+                        if all(isinstance(a, ImportAssignment) for a in assignments)}
+            cached = self._scope_names[id(scope)] = (imported, set(by_name) - set(imported))
+        return cached
+
     def visible_modules(self, scope, seq):
         """TensorFlow modules reachable by a bare name here: ``{name: path}``."""
         chain = []
@@ -541,19 +576,19 @@ class _Evaluator:
             current = None if isinstance(parent, BuiltinScope) or parent is current else parent
         visible = {}
         for current in reversed(chain):  # inner scopes shadow outer ones
-            by_name = {}
-            for assignment in current.assignments:
-                by_name.setdefault(assignment.name, []).append(assignment)
-            for name, assignments in by_name.items():
-                module = None
-                if all(isinstance(a, ImportAssignment) for a in assignments):
-                    # The finding's own scope sees only the imports above it.
-                    earlier = [a for a in assignments if current is not scope
-                               or self.c.import_seq.get(id(a.node), 0) <= seq]
-                    paths = {self.import_path(a) for a in earlier}
-                    if len(paths) == 1:
-                        module = paths.pop()
-                if module and module.split(".", 1)[0] == imports.TENSORFLOW:
+            imported, other = self._names_of(current)
+            # A name some `del` in this scope unbinds (flow-insensitively) is gone.
+            deleted = self.c.deleted.get(id(current), ())
+            for name in [name for name in visible if name in other or name in deleted]:
+                del visible[name]
+            for name, assignments in imported.items():
+                # The finding's own scope sees only the imports above it.
+                earlier = [a for a in assignments if current is not scope
+                           or self.c.import_seq.get(id(a.node), 0) <= seq]
+                paths = {self.import_path(a) for a in earlier}
+                module = paths.pop() if len(paths) == 1 else None
+                if (module and module.split(".", 1)[0] == imports.TENSORFLOW
+                        and name not in deleted):
                     visible[name] = module
                 else:
                     visible.pop(name, None)

@@ -31,6 +31,7 @@ import sys
 import warnings
 from typing import Sequence
 
+from tpu_compat import settings
 from tpu_compat.migrate import _prefilter, sources
 from tpu_compat.migrate._findings import (HIGH, LOW, FileError, FileScan, Finding, ScanResult,
                                           Site)
@@ -52,6 +53,7 @@ __all__ = [
     "scan_paths",
     "scan_source",
     "scan_text",
+    "too_large",
 ]
 
 
@@ -84,13 +86,30 @@ def describe_syntax_error(error):
     return f"cannot parse as Python 3: {error.msg}{where}"
 
 
-def analyze_text(text, path="<string>", cell=None):
+def too_large(size, max_bytes):
+    """Why a file of ``size`` bytes is skipped, or None when within ``max_bytes``."""
+    if max_bytes is None or size <= max_bytes:
+        return None
+    return (f"{size} bytes, over the per-file limit of {max_bytes} "
+            f"(--max-file-bytes, {settings.MAX_FILE_BYTES_VAR}): skipped")
+
+
+def analyze_text(text, path="<string>", cell=None, max_bytes=None, size=None):
     """The shared libcst parse of one chunk of text with its findings, or None
     when the text cannot contain any. Raises SyntaxError if Python cannot parse
-    it, cst.ParserSyntaxError if libcst cannot."""
+    it, cst.ParserSyntaxError if libcst cannot, sources.SourceError if it may
+    hold a finding but is larger than ``max_bytes`` (libcst's cost and memory
+    grow with the size: Python's own parser and the prefilter stay cheap);
+    ``size`` is the file's size in bytes, when known (else the text's)."""
     tree = parse(text, path)
     if not _prefilter.may_have_findings(text, tree):
         return None
+    if max_bytes is not None and (size is not None or len(text) > max_bytes // 4):
+        if size is None:
+            size = len(text.encode("utf-8", "surrogatepass"))
+        reason = too_large(size, max_bytes)
+        if reason is not None:
+            raise sources.SourceError(reason)
     # libcst loads only for files that may hold a finding: scanning a tree
     # that mentions no legacy name stays as light as Python's own parser.
     from tpu_compat.migrate import analysis  # pylint: disable=import-outside-toplevel
@@ -100,18 +119,19 @@ def analyze_text(text, path="<string>", cell=None):
     return result
 
 
-def scan_text(text, path="<string>", cell=None):
+def scan_text(text, path="<string>", cell=None, max_bytes=None, size=None):
     """Findings in one chunk of Python text. Raises SyntaxError if it does not parse."""
-    result = analyze_text(text, path, cell)
+    result = analyze_text(text, path, cell, max_bytes, size)
     return result.findings if result is not None else []
 
 
-def _scan_chunks(source):
+def _scan_chunks(source, max_bytes):
     findings = []
     for chunk in source.chunks:
         where = f"cell {chunk.cell}: " if chunk.cell is not None else ""
         try:
-            findings.extend(scan_text(chunk.text, source.path, chunk.cell))
+            size = len(source.raw) if chunk.cell is None else None
+            findings.extend(scan_text(chunk.text, source.path, chunk.cell, max_bytes, size))
         except SyntaxError as error:
             raise sources.SourceError(where + describe_syntax_error(error)) from None
         except (RecursionError, MemoryError):
@@ -124,38 +144,39 @@ def _scan_chunks(source):
     return findings
 
 
-def scan_source(source: sources.SourceFile) -> FileScan:
+def scan_source(source: sources.SourceFile, max_bytes=None) -> FileScan:
+    """Scans a read file; ``max_bytes``: the per-file limit (see analyze_text)."""
     try:
-        return FileScan(source.path, _scan_chunks(source), source=source)
+        return FileScan(source.path, _scan_chunks(source, max_bytes), source=source)
     except sources.SourceError as error:
         return FileScan(source.path, [], FileError(source.path, str(error)), source)
 
 
-def scan_bytes(path, raw) -> FileScan:
+def scan_bytes(path, raw, max_bytes=None) -> FileScan:
     """Scans ``raw`` as the contents of ``path``; problems become ``FileScan.error``."""
     try:
         source = sources.source_from_bytes(path, raw)
     except sources.SourceError as error:
         return FileScan(path, [], FileError(path, str(error)))
-    return scan_source(source)
+    return scan_source(source, max_bytes)
 
 
-def scan_file(path) -> FileScan:
+def scan_file(path, max_bytes=None) -> FileScan:
     """Reads and scans one file; problems become ``FileScan.error``, never raise."""
     try:
-        return scan_bytes(path, sources.read_bytes(path))
+        return scan_bytes(path, sources.read_bytes(path), max_bytes)
     except sources.SourceError as error:
         return FileScan(path, [], FileError(path, str(error)))
 
 
-def scan_paths(paths: Sequence[str], exclude: Sequence[str] = ()) -> ScanResult:
+def scan_paths(paths: Sequence[str], exclude: Sequence[str] = (), max_bytes=None) -> ScanResult:
     """Scans every Python file and notebook under ``paths``.
 
     Raises sources.MissingPathError if a path does not exist.
     """
     findings, errors, scanned = [], [], 0
     for path in sources.discover(paths, exclude):
-        result = scan_file(path)
+        result = scan_file(path, max_bytes)
         if result.error is not None:
             errors.append(result.error)
         else:

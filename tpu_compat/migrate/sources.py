@@ -13,10 +13,11 @@ import io
 import json
 import os
 import re
+import stat
 import tokenize
 from typing import Iterable, Iterator, List, Optional, Sequence
 
-from tpu_compat._atomic import atomic_write
+from tpu_compat._atomic import TEMP_SUFFIX, atomic_write
 
 __all__ = [
     "CodeChunk",
@@ -26,6 +27,9 @@ __all__ = [
     "atomic_write",
     "decode_python",
     "discover",
+    "in_place_problem",
+    "link_problem",
+    "stale_temp_files",
     "is_notebook",
     "read_bytes",
     "read_source",
@@ -229,3 +233,53 @@ def source_from_bytes(path: str, raw: bytes) -> SourceFile:
 def read_source(path: str) -> SourceFile:
     """Reads ``path`` as a Python file or notebook; SourceError if it cannot be."""
     return source_from_bytes(path, read_bytes(path))
+
+
+# --- what upgrade may write ----------------------------------------------------------
+
+
+def link_problem(path: str) -> Optional[str]:
+    """Why upgrade does not touch ``path``: a symbolic link (it could lead out
+    of the tree), or None."""
+    if not os.path.islink(path):
+        return None
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = "?"
+    return f"is a symbolic link (to {target}): not followed, left unchanged"
+
+
+def in_place_problem(path: str, force: bool) -> Optional[str]:
+    """Why ``path`` is not rewritten in place, or None.
+
+    A file with other hard links would become a separate file (the atomic
+    write replaces the name, not the inode the other names share), so it is
+    refused. A read-only file is rewritten (and stays read-only) only with
+    ``force``.
+    """
+    try:
+        info = os.stat(path)
+    except OSError as error:
+        return f"cannot write: {error.strerror or error}"
+    if info.st_nlink > 1:
+        return (f"has {info.st_nlink} hard links and rewriting it would split them: "
+                f"left unchanged (upgrade a copy, or use --output)")
+    if not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) and not force:
+        return "is read-only: left unchanged (--force rewrites it, keeping it read-only)"
+    return None
+
+
+# atomic_write's temporary files: `.NAME.<random>.tpu-compat-tmp`.
+_TEMP_FILE = re.compile(r"\..+\.[A-Za-z0-9_]+" + re.escape(TEMP_SUFFIX))
+
+
+def stale_temp_files(directory: str) -> List[str]:
+    """atomic_write's temporary files in ``directory``: a run killed while
+    writing leaves one behind (a finished or failed write removes its own)."""
+    try:
+        names = os.listdir(directory or ".")
+    except OSError:
+        return []
+    return sorted(os.path.join(directory, name) for name in names
+                  if _TEMP_FILE.fullmatch(name))

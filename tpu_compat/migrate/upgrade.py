@@ -28,7 +28,7 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
-from tpu_compat.migrate import rewrites, scan, sources
+from tpu_compat.migrate import _positions, _preserve, rewrites, scan, sources
 
 __all__ = [
     "FileUpgrade",
@@ -175,6 +175,8 @@ class _Rewriter(cst.CSTTransformer):
         self._also = {id(edit.also.node): edit.also for edit in edits.values()
                       if edit.also is not None}
         self.applied = set()      # ids of edited nodes
+        self.changed = []         # the original nodes edited (an edit or its `also`)
+        self.todo_statements = []  # the original statements given TODO lines
         self.todo_placed = set()  # indices into todos
         self._todos = todos
         self._todo_homes = collections.defaultdict(list)
@@ -196,18 +198,26 @@ class _Rewriter(cst.CSTTransformer):
         updated_node = super().on_leave(original_node, updated_node)
         key = id(original_node)
         also = self._also.get(key)
+        changed = False
         if also is not None:
-            updated_node = also.apply_to(original_node, updated_node) or updated_node
+            also_edited = also.apply_to(original_node, updated_node)
+            if also_edited is not None:
+                updated_node, changed = also_edited, True
         edit = self.edits.get(key)
         if edit is not None:
             edited = edit.apply_to(original_node, updated_node)
             if edited is not None:
                 self.applied.add(key)
-                updated_node = edited
+                updated_node, changed = edited, True
+        if changed:
+            self.changed.append(original_node)
         indices = self._todo_homes.get(key)
         if indices:
-            updated_node = self._add_todos(updated_node, indices,
-                                           original_node is self._first_statement)
+            with_todos = self._add_todos(updated_node, indices,
+                                         original_node is self._first_statement)
+            if with_todos is not updated_node:
+                self.todo_statements.append(original_node)
+            updated_node = with_todos
         return updated_node
 
     def _add_todos(self, statement, indices, first):
@@ -236,11 +246,30 @@ class _RewriteFailed(Exception):
     pass
 
 
-def _rewrite(module, edits, todos):
+def _check_preserved(module, text, new_text, rewriter):
+    """Raises _RewriteFailed unless ``new_text`` is ``text`` outside the edited
+    nodes, with only TODO lines added above statements (upgrade's guarantee)."""
+    nodes = rewriter.changed + rewriter.todo_statements
+    code, spans = _positions.code_spans(module, nodes)
+    if code != text:
+        raise _RewriteFailed("libcst does not reproduce this file exactly")
+    edits = [(spans[node][0], spans[node][2]) for node in rewriter.changed]
+    # A TODO goes on its own lines, right above its statement's first line.
+    insertions = []
+    for node in rewriter.todo_statements:
+        start = spans[node][1]
+        insertions.append(max(text.rfind("\n", 0, start), text.rfind("\r", 0, start)) + 1)
+    problem = _preserve.unchanged_outside(text, new_text, edits, insertions)
+    if problem is not None:
+        raise _RewriteFailed(problem)
+
+
+def _rewrite(module, edits, todos, text):
     """The new text, and the edited node ids and TODO indices actually placed."""
     rewriter = _Rewriter(edits, todos)
     with scan.deep_recursion():
         new_text = module.visit(rewriter).code
+        _check_preserved(module, text, new_text, rewriter)
     for key in rewriter.applied:
         required = edits[key].requires
         if required is not None and id(required) not in rewriter.applied:
@@ -250,13 +279,18 @@ def _rewrite(module, edits, todos):
     return new_text, rewriter.applied, rewriter.todo_placed
 
 
-def upgrade_text(text, path="<string>"):
+def upgrade_text(text, path="<string>", max_bytes=None, size=None):
     """``(new_text, outcomes)`` for one module's text.
 
     Raises SyntaxError / sources.SourceError if it does not parse, and
     _RewriteFailed if the result would be inconsistent or not parse.
     """
-    analysis = scan.analyze_text(text, path)
+    # libcst is given the code without its trailing blank and comment lines,
+    # which it does not always give back (see _preserve); they are kept as read.
+    code, trailer = _preserve.split_trailer(text)
+    analysis = scan.analyze_text(code, path, max_bytes=max_bytes,
+                                 size=len(text.encode("utf-8", "surrogatepass"))
+                                 if size is None and max_bytes is not None else size)
     if analysis is None or not analysis.findings:
         return text, []
     findings = analysis.findings
@@ -264,8 +298,13 @@ def upgrade_text(text, path="<string>"):
     outcomes = planner.plan()
     if not planner.edits and not planner.todos:
         return text, outcomes
-    new_text, applied, placed = _rewrite(analysis.wrapper.module, planner.edits,
-                                         planner.todos)
+    module = analysis.wrapper.module
+    if "\n" not in code and "\r" not in code and trailer[:1] in ("\r", "\n"):
+        # One line of code: libcst would take "\n" for the file's line break.
+        module = module.with_changes(default_newline="\r\n" if trailer.startswith("\r\n")
+                                     else trailer[0])
+    new_code, applied, placed = _rewrite(module, planner.edits, planner.todos, code)
+    new_text = new_code + trailer
     try:
         scan.parse(new_text)
     except (SyntaxError, ValueError) as error:
@@ -284,15 +323,19 @@ def _error(source, message):
     return FileUpgrade(source.path, source.raw, None, [], scan.FileError(source.path, message))
 
 
-def upgrade_source(source: sources.SourceFile) -> FileUpgrade:
-    """Upgrades one read file in memory; never raises for a bad file."""
+def upgrade_source(source: sources.SourceFile, max_bytes=None) -> FileUpgrade:
+    """Upgrades one read file in memory; never raises for a bad file.
+
+    ``max_bytes``: the per-file limit past which a file is skipped (see
+    scan.analyze_text)."""
     if source.notebook:
-        scanned = scan.scan_source(source)
+        scanned = scan.scan_source(source, max_bytes)
         if scanned.error is not None:
             return FileUpgrade(source.path, source.raw, None, [], scanned.error)
         return FileUpgrade(source.path, source.raw, None, _Planner(scanned.findings).plan())
     try:
-        new_text, outcomes = upgrade_text(source.text, source.path)
+        new_text, outcomes = upgrade_text(source.text, source.path, max_bytes,
+                                          len(source.raw))
     except SyntaxError as error:
         return _error(source, scan.describe_syntax_error(error))
     except sources.SourceError as error:
@@ -305,26 +348,30 @@ def upgrade_source(source: sources.SourceFile) -> FileUpgrade:
         return _error(source, f"cannot parse: {error}")
     if new_text == source.text:
         return FileUpgrade(source.path, source.raw, None, outcomes)
+    if source.text.encode(source.encoding) != source.raw:
+        # Then the unedited text would not come back as the same bytes.
+        return _error(source, f"its bytes do not survive decoding as {source.encoding} "
+                              f"and encoding again; left unchanged")
     return FileUpgrade(source.path, source.raw, new_text.encode(source.encoding), outcomes)
 
 
-def _upgrade_once(path, raw) -> FileUpgrade:
+def _upgrade_once(path, raw, max_bytes) -> FileUpgrade:
     try:
         source = sources.source_from_bytes(path, raw)
     except sources.SourceError as error:
         return FileUpgrade(path, raw, None, [], scan.FileError(path, str(error)))
-    return upgrade_source(source)
+    return upgrade_source(source, max_bytes)
 
 
-def upgrade_bytes(path, raw) -> FileUpgrade:
+def upgrade_bytes(path, raw, max_bytes=None) -> FileUpgrade:
     """Upgrades ``raw`` as the contents of ``path``; never raises for bad input."""
-    first = _upgrade_once(path, raw)
+    first = _upgrade_once(path, raw, max_bytes)
     if first.error is not None or not first.changed:
         return first
     # A rewrite can land on a name that is itself legacy (tf.contrib.tpu.X ->
     # tf.compat.v1.tpu.X, still a TF 1.x API): a second pass leaves that
     # name's TODO, so one run of upgrade is final.
-    second = _upgrade_once(path, first.output)
+    second = _upgrade_once(path, first.output, None)
     if second.error is not None or not second.changed:
         return first
     already = collections.Counter(o.finding.rule for o in first.outcomes if o.action == TODO)
@@ -339,12 +386,12 @@ def upgrade_bytes(path, raw) -> FileUpgrade:
     return FileUpgrade(path, raw, second.output, first.outcomes + added)
 
 
-def upgrade_file(path) -> FileUpgrade:
+def upgrade_file(path, max_bytes=None) -> FileUpgrade:
     try:
         raw = sources.read_bytes(path)
     except sources.SourceError as error:
         return FileUpgrade(path, None, None, [], scan.FileError(path, str(error)))
-    return upgrade_bytes(path, raw)
+    return upgrade_bytes(path, raw, max_bytes)
 
 
 def outcome_counts(outcomes):

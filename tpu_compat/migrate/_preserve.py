@@ -1,0 +1,120 @@
+"""upgrade's guarantee, checked: outside the spans it edits, its output is the input.
+
+Two helpers for :mod:`tpu_compat.migrate.upgrade`:
+
+* :func:`split_trailer` cuts a module's text into the code libcst is given and
+  the trailing blank and comment-only lines, which are kept as they are.
+  libcst 1.x does not give them back in two cases: comment lines indented
+  deeper than the last statement at the end of a file (they vanish with the
+  blank lines before them), and the last ``\\r`` of a file whose lines end in
+  a bare CR.
+* :func:`unchanged_outside` checks a rewrite before it is written: every byte
+  of the input outside the edited spans appears in the output, in order, and
+  what stands where a TODO was added is only TODO comment lines.
+"""
+
+import re
+from typing import Iterable, Optional, Tuple
+
+__all__ = ["split_trailer", "unchanged_outside"]
+
+_BLANK = " \t\f"
+# What upgrade may put where it adds a TODO: whole comment lines of its own.
+_TODO_LINES = re.compile(r"(?:[ \t\f]*# TODO\(tpu_compat\): [^\r\n]*(?:\r\n|\r|\n))*")
+
+
+def split_trailer(text: str) -> Tuple[str, str]:
+    """``(code, trailer)`` with ``code + trailer == text``: ``trailer`` is the
+    line break ending the last line that holds code and every blank or
+    comment-only line after it (empty when there is no such tail)."""
+    end = len(text)
+    while True:
+        start = max(text.rfind("\n", 0, end), text.rfind("\r", 0, end)) + 1
+        stripped = text[start:end].lstrip(_BLANK)
+        if stripped and not stripped.startswith("#"):
+            break
+        if start == 0:
+            return "", text
+        end = start - 1
+        if text[end] == "\n" and end > 0 and text[end - 1] == "\r":
+            end -= 1
+    code = text[:end]
+    if code.rstrip(_BLANK).endswith("\\"):
+        # A backslash before the tail joins the next line: keep it all as code.
+        return text, ""
+    return code, text[end:]
+
+
+def unchanged_outside(original: str, updated: str, edits: Iterable[Tuple[int, int]],
+                      insertions: Iterable[int] = ()) -> Optional[str]:
+    """None when ``updated`` is ``original`` with only the ``edits`` spans
+    (``(start, end)`` offsets into ``original``) replaced and only TODO lines
+    inserted at the ``insertions`` offsets; else why not.
+
+    The kept text between edits (a *unit*: pieces of ``original`` that only
+    TODO lines may separate) is looked for in ``updated`` in order, each unit
+    at the leftmost place after the previous one (which finds a match whenever
+    one exists, an edit's new text being anything), the first at the start
+    and the last at the very end.
+    """
+    regions = sorted([(start, end, False) for start, end in edits]
+                     + [(offset, offset, True) for offset in insertions])
+    merged = []  # (start, end, todo_only); an empty kept piece may separate two
+    for start, end, todo in regions:
+        if merged and start < merged[-1][1]:
+            last = merged[-1]
+            merged[-1] = (last[0], max(last[1], end), False)
+        else:
+            merged.append((start, end, todo))
+    units, unit_starts, previous = [[]], [0], 0
+    for start, end, todo in merged:
+        units[-1].append(original[previous:start])
+        if not todo:
+            units.append([])
+            unit_starts.append(end)
+        previous = end
+    units[-1].append(original[previous:])
+    position = 0
+    for index, unit in enumerate(units):
+        found = _find_unit(updated, unit, position, anchored=index == 0,
+                           at_end=index == len(units) - 1)
+        if found is None:
+            return _where(original, unit_starts[index])
+        position = found
+    return None
+
+
+def _find_unit(updated, unit, start, anchored, at_end):
+    """Where ``unit`` ends in ``updated`` (placed leftmost from ``start``; at
+    ``start`` when ``anchored``, ending at the end when ``at_end``), or None."""
+    if at_end and len(unit) == 1 and not anchored:
+        found = len(updated) - len(unit[0])
+        return len(updated) if found >= start and updated.endswith(unit[0]) else None
+    found = start if anchored else updated.find(unit[0], start)
+    while found >= 0:
+        end = _match_unit(updated, unit, found)
+        if end is not None and (not at_end or end == len(updated)):
+            return end
+        if anchored:
+            return None
+        found = updated.find(unit[0], found + 1)
+    return None
+
+
+def _match_unit(updated, unit, at):
+    if not updated.startswith(unit[0], at):
+        return None
+    position = at + len(unit[0])
+    for piece in unit[1:]:
+        position = _TODO_LINES.match(updated, position).end()
+        if not updated.startswith(piece, position):
+            return None
+        position += len(piece)
+    return position
+
+
+def _where(original, offset):
+    line = original.count("\n", 0, offset) + 1
+    if "\n" not in original:
+        line = original.count("\r", 0, offset) + 1
+    return f"the rewrite would change the file outside its edits (near line {line})"
