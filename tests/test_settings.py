@@ -33,7 +33,8 @@ def _modules():
 def test_every_variable_has_one_row():
     assert [setting.variable for setting in settings.ROWS] == [
         "TPU_COMPAT_BACKEND", "TPU_COMPAT_NUM_REPLICAS", "TPU_COMPAT_NUM_HOSTS",
-        "TPU_COMPAT_WARNINGS", "TPU_COMPAT_STRICT", "TPU_COMPAT_FIDELITY", "TPU_COMPAT_SEED",
+        "TPU_COMPAT_WARNINGS", "TPU_COMPAT_STRICT", "TPU_COMPAT_FIDELITY",
+        "TPU_COMPAT_NUMERICS", "TPU_COMPAT_SEED",
         "TPU_COMPAT_POD_TIMEOUT", "TPU_COMPAT_POD_PORT", "TF_USE_LEGACY_KERAS",
         "TF_ENABLE_ONEDNN_OPTS"]
     assert len({setting.name for setting in settings.ROWS}) == len(settings.ROWS)
@@ -49,14 +50,16 @@ def test_each_entry_point_has_its_defaults():
     expected = {
         settings.RUN: {"backend": "auto", "num_replicas": None, "fidelity": "tpu",
                        "strict": "auto", "warnings": None, "num_hosts": None,
-                       "seed": None, "pod_timeout": 60.0, "pod_port": None},
-        settings.REGRESS: {"backend": "cpu", "num_replicas": 8, "fidelity": "tpu", "seed": 0},
+                       "seed": None, "pod_timeout": 60.0, "pod_port": None,
+                       "numerics": "exact"},
+        settings.REGRESS: {"backend": "cpu", "num_replicas": 8, "fidelity": "tpu", "seed": 0,
+                           "numerics": "exact"},
         settings.PYTEST: {"backend": "auto", "num_replicas": 8, "fidelity": "tpu",
-                          "warnings": None, "num_hosts": None},
+                          "warnings": None, "num_hosts": None, "numerics": "exact"},
         settings.LIBRARY: {"backend": "auto", "num_replicas": None, "fidelity": "cpu",
                            "strict": "auto", "warnings": None, "num_hosts": None,
                            "pod_timeout": 60.0, "pod_port": None, "legacy_keras": None,
-                           "onednn": None},
+                           "onednn": None, "numerics": "exact"},
     }
     for entry, defaults in expected.items():
         resolved = settings.resolve(entry, environ={})
