@@ -273,6 +273,11 @@ def test_exact_outside_replica_steps_on_the_host_and_with_tf32_off(strategy, tpu
         return lowlevel.outside_compilation(_matmul_now, a, b)
 
     assert np.array_equal(_run(strategy, on_host), plain)
+    # The input pipeline: built in cross-replica context, run on the host.
+    dataset = strategy.experimental_distribute_dataset(
+        tf.data.Dataset.range(8).map(lambda _: _matmul_now(a, b)).batch(8))
+    batch = strategy.experimental_local_results(next(iter(dataset)))[0].numpy()
+    assert np.array_equal(batch[0], plain)
     tf.config.experimental.enable_tensor_float_32_execution(False)
     try:
         assert np.array_equal(_run(strategy, lambda: _matmul_now(a, b)), plain)
@@ -280,6 +285,18 @@ def test_exact_outside_replica_steps_on_the_host_and_with_tf32_off(strategy, tpu
         tf.config.experimental.enable_tensor_float_32_execution(True)
     # ...and with TF32 on (the default) the same step is rounded.
     assert not np.array_equal(_run(strategy, lambda: _matmul_now(a, b)), plain)
+
+
+def test_eager_run_and_other_strategies(strategy, tpu_numerics):
+    a, b, _ = _exact_cases()
+    plain = _matmul_now(a, b).numpy()
+    ra, rb = _bf16(a), _bf16(b)
+    # An eager run (the adapter traces it, as a TPU compiles it).
+    eager = strategy.experimental_local_results(strategy.run(lambda: _matmul_now(a, b)))[0]
+    _assert_tpu_numbers(eager.numpy(), ra @ rb, np.abs(ra) @ np.abs(rb), plain)
+    # Only the emulated TPU's replica steps: a MirroredStrategy's stay exact.
+    mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    assert np.array_equal(_run(mirrored, lambda: _matmul_now(a, b)), plain)
 
 
 def test_bfloat16_ops_are_left_as_they_are(strategy, tpu_numerics):
