@@ -127,7 +127,8 @@ def test_loads_without_tensorflow_and_shows_its_options(run):
     result.assert_outcomes(passed=1)
     help_text = run("", "--help").stdout.str()
     for option in ("--tpu-compat-replicas=N", "--tpu ", "--tpu-compat-warnings=POLICY",
-                   "--tpu-compat-child-timeout=SECONDS", "--tpu-compat-fidelity=FIDELITY"):
+                   "--tpu-compat-child-timeout=SECONDS", "--tpu-compat-fidelity=FIDELITY",
+                   "--tpu-compat-numerics=NUMERICS"):
         assert option in help_text
     assert "--tpu-compat-report-to" not in help_text
 
@@ -176,6 +177,18 @@ def test_tests_run_with_tpu_fidelity_unless_chosen(run, monkeypatch):
     run(source, "-s", "--tpu-compat-fidelity=cpu").stdout.fnmatch_lines(["*FIDELITY=cpu*"])
     monkeypatch.setenv("TPU_COMPAT_FIDELITY", "cpu")
     run(source, "-s").stdout.fnmatch_lines(["*FIDELITY=cpu*"])
+
+
+def test_tests_run_with_exact_numerics_unless_chosen(run, monkeypatch):
+    source = """
+        from tpu_compat import settings
+
+        def test_numerics():
+            print("NUMERICS=" + settings.read("numerics"))
+    """
+    monkeypatch.delenv("TPU_COMPAT_NUMERICS", raising=False)
+    run(source, "-s").stdout.fnmatch_lines(["*NUMERICS=exact*"])
+    run(source, "-s", "--tpu-compat-numerics=tpu").stdout.fnmatch_lines(["*NUMERICS=tpu*"])
 
 
 def test_warnings_error_fails_tests_that_use_legacy_apis(run):
