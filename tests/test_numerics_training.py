@@ -4,7 +4,8 @@ a numpy re-implementation of the same steps with bfloat16-rounded matmul operand
 tests/scenarios/numerics_model.py holds the model's data, initial weights and
 the numpy reference (ml_dtypes.bfloat16, float64 accumulation, no TensorFlow).
 The TF 2.x spelling (numerics_training.py: TPUStrategy + Keras fit and predict)
-runs on 2 replicas, and on 1 and 8 in the slow lane; the TF 1.x spelling
+runs on 2 replicas, and on 1, 8 and an emulated pod of 2 hosts x 2 cores in
+the slow lane; the TF 1.x spelling
 (numerics_training_tf1.py, --tf1: tpu.replicate + CrossShardOptimizer +
 Session) on 2. Each run also trains once more with TensorFloat-32 off, which a
 TPU computes in full float32.
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 
 from tpu_compat import settings
-from conftest import SCENARIOS, check_ok, run_scenario
+from conftest import SCENARIOS, check_ok, run_cli, run_scenario
 
 pytestmark = pytest.mark.requires_tf
 
@@ -49,11 +50,14 @@ def _results(stdout):
 
 
 def _run(spelling, replicas):
+    env = {settings.NUMERICS_VAR: "tpu", "TPU_COMPAT_WARNINGS": "ignore"}
+    if spelling == "pod":  # an emulated pod slice: 2 worker processes of 2 cores
+        return _results(check_ok(run_cli(
+            "run", "--replicas", str(replicas), "--hosts", "2",
+            os.path.join(SCENARIOS, "numerics_training.py"), env=env)).stdout)
     scenario = {"tf2": "numerics_training.py", "tf1": "numerics_training_tf1.py"}[spelling]
-    result = check_ok(run_scenario(
-        scenario, replicas, "--warnings", "ignore", tf1=spelling == "tf1",
-        env={settings.NUMERICS_VAR: "tpu"}))
-    return _results(result.stdout)
+    return _results(check_ok(run_scenario(scenario, replicas, tf1=spelling == "tf1",
+                                          env=env)).stdout)
 
 
 def _relative(actual, expected):
@@ -87,7 +91,8 @@ def _check(run, references, replicas, key="NUMERICS", rounded=True):
 @pytest.mark.parametrize("spelling, replicas", [
     ("tf2", 2), ("tf1", 2),
     pytest.param("tf2", 1, marks=pytest.mark.slow),
-    pytest.param("tf2", 8, marks=pytest.mark.slow)])
+    pytest.param("tf2", 8, marks=pytest.mark.slow),
+    pytest.param("pod", 4, marks=pytest.mark.slow)])
 def test_training_matches_the_bfloat16_reference(references, spelling, replicas):
     run = _run(spelling, replicas)
     _check(run, references, replicas)
@@ -96,3 +101,4 @@ def test_training_matches_the_bfloat16_reference(references, spelling, replicas)
         _check(run, references, replicas, "NUMERICS_TF32_OFF", rounded=False)
     else:
         assert spelling == "tf1"
+
