@@ -175,7 +175,7 @@ def test_matmul_and_its_gradients(strategy, tpu_numerics):
     _assert_tpu_numbers(db, ra.T @ rg, np.abs(ra.T) @ np.abs(rg), a64.T @ g64)
 
 
-def test_batch_matmul_einsum_and_keras_dense(strategy, tpu_numerics):
+def test_batch_matmul_einsum_and_keras_layers(strategy, tpu_numerics):
     rng = np.random.default_rng(1)
     a, b = _operand(rng, (3, 4, 16)), _operand(rng, (3, 16, 5))
     x, kernel = _operand(rng, (4, 16)), _operand(rng, (16, 3))
@@ -183,13 +183,21 @@ def test_batch_matmul_einsum_and_keras_dense(strategy, tpu_numerics):
     dense = tf_keras.layers.Dense(3, use_bias=False)
     dense.build((None, 16))
     dense.set_weights([kernel])
+    image, filters = _operand(rng, (2, 7, 7, 4)), _operand(rng, (3, 3, 4, 3))
+    conv = tf_keras.layers.Conv2D(3, 3, use_bias=False)
+    conv.build((None, 7, 7, 4))
+    conv.set_weights([filters])
 
     def step():
         return (tf.matmul(tf.constant(a), tf.constant(b)),
                 tf.einsum("bij,bjk->bik", tf.constant(a), tf.constant(b)),
-                dense(tf.constant(x)))
+                dense(tf.constant(x)), conv(tf.constant(image)))
 
-    batched, summed, layer = _run(strategy, step)
+    batched, summed, layer, convolved = _run(strategy, step)
+    ri, rf = _bf16(image), _bf16(filters)
+    _assert_tpu_numbers(convolved, _correlate(ri, rf, 2),
+                        _correlate(np.abs(ri), np.abs(rf), 2),
+                        _correlate(image.astype(np.float64), filters.astype(np.float64), 2))
     ra, rb = _bf16(a), _bf16(b)
     exact = a.astype(np.float64) @ b.astype(np.float64)
     for got in (batched, summed):
