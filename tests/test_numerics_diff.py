@@ -2,7 +2,7 @@
 
 The engine and the command's report and exit codes are tested with plain
 ``python`` runs of a script that reads TPU_COMPAT_NUMERICS itself (no
-TensorFlow); one end-to-end run (two `tpu-compat run`s of
+TensorFlow); one end-to-end run in the slow lane (two `tpu-compat run`s of
 tests/scenarios/numerics_diff_program.py) shows a replica step's matmul move
 and the host's stay.
 """
@@ -74,6 +74,8 @@ def test_a_failing_run_and_a_missing_script(tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.requires_tf
+@pytest.mark.slow  # ~30 s; in CI the engine, the report and --numerics's way to the
+# script (test_numerics_cli.py) and the host staying exact (test_numerics.py) cover it
 def test_a_replica_step_moves_and_the_host_does_not():
     result = check_ok(run_cli("numerics-diff", "--replicas", "2",
                               os.path.join(SCENARIOS, "numerics_diff_program.py"),
