@@ -160,7 +160,7 @@ def test_every_subcommand_lives_in_commands():
     subparsers = next(action for action in parser._actions  # pylint: disable=protected-access
                       if isinstance(action, argparse._SubParsersAction))  # pylint: disable=protected-access
     assert list(subparsers.choices) == ["run", "doctor", "worker", "matrix", "scan",
-                                        "upgrade", "regress", "verify"]
+                                        "upgrade", "regress", "verify", "numerics-diff"]
     for name, subparser in subparsers.choices.items():
         handler = subparser.get_default("handler")
         module = getattr(handler, "__module__", "")

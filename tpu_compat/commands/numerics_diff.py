@@ -19,7 +19,7 @@ from tpu_compat.regress import measure, numerics_diff, script_process
 __all__ = ["register", "run_numerics_diff"]
 
 _SETTINGS = ("backend", "num_replicas", "fidelity")
-DEFAULT_TOP = 10
+LISTED_NUMBERS = 10
 
 
 def register(subparsers):
@@ -38,9 +38,9 @@ def register(subparsers):
     parser.add_argument("--timeout", metavar="SECONDS", default=DEFAULT_TIMEOUT_SECONDS,
                         type=_positive_float("--timeout"),
                         help=f"per run (default: {DEFAULT_TIMEOUT_SECONDS:g})")
-    parser.add_argument("--top", metavar="K", default=DEFAULT_TOP,
+    parser.add_argument("--top", metavar="K", default=LISTED_NUMBERS,
                         type=_non_negative_int("--top"),
-                        help=f"numbers listed, most moved first (default: {DEFAULT_TOP})")
+                        help=f"numbers listed, most moved first (default: {LISTED_NUMBERS})")
     parser.add_argument("--rtol", metavar="R", type=_non_negative_float("--rtol"),
                         help="exit 1 when a number moved by more than R relative "
                              "(default: report only)")
