@@ -6,8 +6,9 @@ to XLA dots and convolutions at precision DEFAULT unless TensorFloat-32 is off,
 in which case it asks for HIGHEST (``tensor_float_32_execution_enabled()`` in
 tensorflow/compiler/tf2xla/kernels/matmul_op.cc, batch_matmul_op.cc,
 einsum_op.cc and conv_op_helpers.cc's ``GetPrecisionConfig``, since TF 2.4;
-TF 1.13-2.3's matmul_op.cc and conv_ops.cc built the dots with no precision
-config at all, so DEFAULT). On a TPU, DEFAULT is one bfloat16 pass: each
+before that there was no switch, and TF 1.x's matmul_op.cc (``xla::Dot(lhs,
+rhs)``) and conv_op_helpers.cc (``ConvGeneralDilated`` without a precision
+config) built them at DEFAULT). On a TPU, DEFAULT is one bfloat16 pass: each
 operand is rounded to bfloat16 (round to nearest even) and the products are
 summed in float32. ``tests/test_numerics.py`` checks :data:`ROWS` against TF
 2.21's own lowering: each row's op becomes a dot or convolution whose operand
