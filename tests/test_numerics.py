@@ -57,7 +57,8 @@ def _operand(rng, shape, scale=1.0):
     bits = flat.view(np.uint32)
     count = flat.size
     picks = rng.permutation(count)
-    ties, tiny, large = picks[:count // 8], picks[count // 8:count // 6], picks[count // 6:count // 5]
+    ties, tiny = picks[:count // 8], picks[count // 8:count // 6]
+    large = picks[count // 6:count // 5]
     # Exactly half way between two bfloat16 values: the low 16 bits are 0x8000.
     bits[ties] = (bits[ties] & np.uint32(0xFFFF0000)) | np.uint32(0x8000)
     flat[tiny] = np.float32(3.1e-39) * np.sign(flat[tiny] + 0.5)  # float32 subnormals

@@ -14,11 +14,13 @@ def test_run_exports_the_flag_for_the_program():
     assert settings.read("numerics", environ) == "exact"
 
 
-def test_regress_and_verify_pass_it_to_each_script():
+def test_regress_and_verify_pass_it_to_each_script(monkeypatch):
+    monkeypatch.delenv(settings.NUMERICS_VAR, raising=False)
+    environment = script_process._environment  # pylint: disable=protected-access
     launch = script_process.Launch(script="x.py", replicas=2, timeout=1.0, numerics="tpu")
-    assert script_process._environment(launch)[settings.NUMERICS_VAR] == "tpu"  # pylint: disable=protected-access
+    assert environment(launch)[settings.NUMERICS_VAR] == "tpu"
     launch = script_process.Launch(script="x.py", replicas=2, timeout=1.0)
-    assert script_process._environment(launch)[settings.NUMERICS_VAR] == "exact"  # pylint: disable=protected-access
+    assert environment(launch)[settings.NUMERICS_VAR] == "exact"
 
 
 def test_a_bad_value_is_one_line_naming_the_flag_or_variable(tmp_path):

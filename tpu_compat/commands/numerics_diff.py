@@ -1,4 +1,6 @@
-"""``tpu-compat numerics-diff SCRIPT [ARGS...]`` (the engine: :mod:`tpu_compat.regress.numerics_diff`).
+"""``tpu-compat numerics-diff SCRIPT [ARGS...]``.
+
+The engine is :mod:`tpu_compat.regress.numerics_diff`.
 
 Exit codes: 0 when both runs reported their numbers (and, with ``--rtol``,
 none moved beyond it), 1 when a run failed or a number moved beyond
