@@ -35,7 +35,7 @@ def run(pytester, monkeypatch):
         p for p in (REPO_ROOT, os.environ.get("PYTHONPATH")) if p))
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     for name in ("TPU_NAME", "TPU_COMPAT_BACKEND", "TPU_COMPAT_WARNINGS",
-                 "TPU_COMPAT_FIDELITY"):
+                 "TPU_COMPAT_FIDELITY", "TPU_COMPAT_NUMERICS"):
         monkeypatch.delenv(name, raising=False)
 
     def run_pytest(test_source, *args, directory=None):
@@ -127,7 +127,8 @@ def test_loads_without_tensorflow_and_shows_its_options(run):
     result.assert_outcomes(passed=1)
     help_text = run("", "--help").stdout.str()
     for option in ("--tpu-compat-replicas=N", "--tpu ", "--tpu-compat-warnings=POLICY",
-                   "--tpu-compat-child-timeout=SECONDS", "--tpu-compat-fidelity=FIDELITY"):
+                   "--tpu-compat-child-timeout=SECONDS", "--tpu-compat-fidelity=FIDELITY",
+                   "--tpu-compat-numerics=NUMERICS"):
         assert option in help_text
     assert "--tpu-compat-report-to" not in help_text
 
@@ -176,6 +177,33 @@ def test_tests_run_with_tpu_fidelity_unless_chosen(run, monkeypatch):
     run(source, "-s", "--tpu-compat-fidelity=cpu").stdout.fnmatch_lines(["*FIDELITY=cpu*"])
     monkeypatch.setenv("TPU_COMPAT_FIDELITY", "cpu")
     run(source, "-s").stdout.fnmatch_lines(["*FIDELITY=cpu*"])
+
+
+def test_tests_run_with_exact_numerics_unless_chosen(run, monkeypatch):
+    source = """
+        from tpu_compat import settings
+
+        def test_numerics():
+            print("NUMERICS=" + settings.read("numerics"))
+    """
+    run(source, "-s").stdout.fnmatch_lines(["*NUMERICS=exact*"])
+    run(source, "-s", "--tpu-compat-numerics=tpu").stdout.fnmatch_lines(["*NUMERICS=tpu*"])
+
+
+@pytest.mark.requires_tf
+def test_the_fixtures_steps_round_under_tpu_numerics(run):
+    source = """
+        import tensorflow as tf
+
+        def test_matmul(tpu_strategy):
+            a = tf.constant([[1.0 + 2.0 ** -8, 1.0 + 2.0 ** -9]])  # a tie, a round-down
+            b = tf.constant([[1.0], [1.0]])
+            step = tf.function(lambda: tpu_strategy.run(lambda: tf.matmul(a, b)))
+            value = tpu_strategy.experimental_local_results(step())[0].numpy()[0, 0]
+            print(f"SUM={value!r}")
+    """
+    # Both operands round to 1 in bfloat16; exact float32 gives 2 + 2^-8 + 2^-9.
+    run(source, "-s", "--tpu-compat-numerics=tpu").stdout.fnmatch_lines(["*SUM=np.float32(2.0)*"])
 
 
 def test_warnings_error_fails_tests_that_use_legacy_apis(run):

@@ -33,7 +33,8 @@ def _modules():
 def test_every_variable_has_one_row():
     assert [setting.variable for setting in settings.ROWS] == [
         "TPU_COMPAT_BACKEND", "TPU_COMPAT_NUM_REPLICAS", "TPU_COMPAT_NUM_HOSTS",
-        "TPU_COMPAT_WARNINGS", "TPU_COMPAT_STRICT", "TPU_COMPAT_FIDELITY", "TPU_COMPAT_SEED",
+        "TPU_COMPAT_WARNINGS", "TPU_COMPAT_STRICT", "TPU_COMPAT_FIDELITY",
+        "TPU_COMPAT_NUMERICS", "TPU_COMPAT_SEED",
         "TPU_COMPAT_POD_TIMEOUT", "TPU_COMPAT_POD_PORT", "TF_USE_LEGACY_KERAS",
         "TF_ENABLE_ONEDNN_OPTS", "TPU_COMPAT_MAX_FILE_BYTES"]
     assert len({setting.name for setting in settings.ROWS}) == len(settings.ROWS)
@@ -49,14 +50,16 @@ def test_each_entry_point_has_its_defaults():
     expected = {
         settings.RUN: {"backend": "auto", "num_replicas": None, "fidelity": "tpu",
                        "strict": "auto", "warnings": None, "num_hosts": None,
-                       "seed": None, "pod_timeout": 60.0, "pod_port": None},
-        settings.REGRESS: {"backend": "cpu", "num_replicas": 8, "fidelity": "tpu", "seed": 0},
+                       "seed": None, "pod_timeout": 60.0, "pod_port": None,
+                       "numerics": "exact"},
+        settings.REGRESS: {"backend": "cpu", "num_replicas": 8, "fidelity": "tpu", "seed": 0,
+                           "numerics": "exact"},
         settings.PYTEST: {"backend": "auto", "num_replicas": 8, "fidelity": "tpu",
-                          "warnings": None, "num_hosts": None},
+                          "warnings": None, "num_hosts": None, "numerics": "exact"},
         settings.LIBRARY: {"backend": "auto", "num_replicas": None, "fidelity": "cpu",
                            "strict": "auto", "warnings": None, "num_hosts": None,
                            "pod_timeout": 60.0, "pod_port": None, "legacy_keras": None,
-                           "onednn": None},
+                           "onednn": None, "numerics": "exact"},
         settings.MIGRATE: {"max_file_bytes": 1_000_000},
     }
     for entry, defaults in expected.items():
@@ -158,7 +161,7 @@ def test_every_subcommand_lives_in_commands():
     subparsers = next(action for action in parser._actions  # pylint: disable=protected-access
                       if isinstance(action, argparse._SubParsersAction))  # pylint: disable=protected-access
     assert list(subparsers.choices) == ["run", "doctor", "worker", "matrix", "scan",
-                                        "upgrade", "regress", "verify"]
+                                        "upgrade", "regress", "verify", "numerics-diff"]
     for name, subparser in subparsers.choices.items():
         handler = subparser.get_default("handler")
         module = getattr(handler, "__module__", "")

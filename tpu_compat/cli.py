@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "tpu_compat.commands.scan",
     "tpu_compat.commands.upgrade",
     "tpu_compat.commands.regress",
+    "tpu_compat.commands.numerics_diff",
 )
 
 __all__ = ["UsageError", "build_parser", "main"]

@@ -26,6 +26,9 @@ its devices. TensorFlow is imported by the fixtures, on first use.
   every replica step the tests trace, in this process and in the children, is
   checked as TF's TPU compiler would (docs/emulated_tpu.md), so a test that
   passes here does not fail on a TPU for an op XLA cannot compile.
+* ``--tpu-compat-numerics`` (default ``$TPU_COMPAT_NUMERICS``, else ``exact``):
+  ``tpu`` rounds the float32 matmul and convolution operands of every replica
+  step to bfloat16, as a TPU's default precision does (docs/emulated_tpu.md).
 * ``--tpu-compat-warnings=error`` makes every ``TPUCompatDeprecationWarning``
   raised during the tests fail them.
 """
@@ -85,6 +88,12 @@ def pytest_addoption(parser):
                           "compiler: tpu (each replica step checked as TF's TPU "
                           "compiler would) or cpu"))
     group.addoption(
+        settings.row("numerics").pytest_option, metavar="NUMERICS", default=None,
+        choices=settings.NUMERICS_CHOICES,
+        help=_option_help("numerics", "the emulated TPU's matmul and convolution "
+                          "precision: tpu (float32 operands rounded to bfloat16 in "
+                          "replica steps, as a TPU does) or exact"))
+    group.addoption(
         "--tpu-compat-child-timeout", metavar="SECONDS", default=None,
         help=f"time limit of each child pytest process running a tpu_replicas test "
              f"with another replica count (default: ini tpu_compat_child_timeout or "
@@ -120,6 +129,9 @@ def pytest_configure(config):
         os.environ[fidelity.variable] = chosen_fidelity
     elif not fidelity.given_in(os.environ):
         os.environ[fidelity.variable] = fidelity.default(settings.PYTEST)
+    chosen_numerics = config.getoption(_option("numerics"))
+    if chosen_numerics is not None:
+        os.environ[settings.NUMERICS_VAR] = chosen_numerics
     policy = config.getoption(_option("warnings"))
     if policy is not None:
         os.environ[settings.WARNINGS_VAR] = policy
@@ -339,10 +351,16 @@ def tpu_resolver(pytestconfig):
     _layout(pytestconfig).backend()
     from tpu_compat.distribute.cluster_resolver import TPUClusterResolver
     from tpu_compat.runtime import resolver as resolver_lib
+    from tpu_compat.patching.changes import Changes
+    from tpu_compat.runtime import numerics
     resolver = TPUClusterResolver()
     resolver_lib.connect_to_cluster(resolver)
     resolver_lib.initialize_tpu_system(resolver)
+    # --tpu-compat-numerics tpu: the fixtures' replica steps round as install()'s do.
+    changes = Changes()
+    numerics.install(changes)
     yield resolver
+    changes.undo()
     resolver_lib.shutdown_tpu_system(resolver)
 
 

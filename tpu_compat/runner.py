@@ -34,7 +34,7 @@ class RunError(Exception):
 
 
 def prepare_environment(backend=None, replicas=None, warnings=None, environ=None,
-                        strict=None, fidelity=None, hosts=None):
+                        strict=None, fidelity=None, hosts=None, numerics=None):
     """Sets the environment the runner promises, before TensorFlow is imported.
 
     Resolves ``tpu-compat run``'s settings once (the flags given here win over
@@ -47,7 +47,8 @@ def prepare_environment(backend=None, replicas=None, warnings=None, environ=None
     environ = os.environ if environ is None else environ
     chosen = settings.resolve(settings.RUN, environ, flags={
         "backend": backend, "num_replicas": replicas, "num_hosts": hosts,
-        "warnings": warnings, "strict": strict, "fidelity": fidelity})
+        "warnings": warnings, "strict": strict, "fidelity": fidelity,
+        "numerics": numerics})
     changed = settings.export(chosen, environ)
     check_pod_settings(environ, hosts_flag=hosts is not None,
                        replicas_flag=replicas is not None)

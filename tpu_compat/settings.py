@@ -138,6 +138,19 @@ ROWS = (
         metavar=None, pytest_option="--tpu-compat-fidelity",
         exported_by=(RUN, PYTEST)),
     Setting(
+        "numerics", "TPU_COMPAT_NUMERICS", _choices(("exact", "tpu")),
+        {RUN: "exact", REGRESS: "exact", PYTEST: "exact", LIBRARY: "exact"},
+        values="`exact`, `tpu`",
+        meaning="`tpu`: in each replica step of the emulated TPU, float32 matmuls, "
+                "einsums and convolutions (and their gradients) round their operands "
+                "to bfloat16 and sum in float32, as a TPU's default precision does, "
+                "unless the program turned TensorFloat-32 off; `exact`: CPU float32 "
+                "([numerics](docs/emulated_tpu.md#numerics))",
+        summary="tpu: round float32 matmul/conv operands in replica steps to bfloat16 "
+                "as a TPU does",
+        flag="--numerics", flag_entries=(RUN, REGRESS), choices=("exact", "tpu"),
+        pytest_option="--tpu-compat-numerics"),
+    Setting(
         "seed", "TPU_COMPAT_SEED", _config.non_negative_int,
         # regress and verify seed each script with their --seed (default 0,
         # --no-seed: none) and ignore the variable, which they set per script.
@@ -202,6 +215,7 @@ HOSTS_VAR = _BY_NAME["num_hosts"].variable
 WARNINGS_VAR = _BY_NAME["warnings"].variable
 STRICT_VAR = _BY_NAME["strict"].variable
 FIDELITY_VAR = _BY_NAME["fidelity"].variable
+NUMERICS_VAR = _BY_NAME["numerics"].variable
 SEED_VAR = _BY_NAME["seed"].variable
 POD_TIMEOUT_VAR = _BY_NAME["pod_timeout"].variable
 POD_PORT_VAR = _BY_NAME["pod_port"].variable
@@ -213,6 +227,7 @@ BACKENDS = _BY_NAME["backend"].choices
 WARNING_POLICIES = _BY_NAME["warnings"].choices
 STRICT_CHOICES = _BY_NAME["strict"].choices
 FIDELITY_CHOICES = _BY_NAME["fidelity"].choices
+NUMERICS_CHOICES = _BY_NAME["numerics"].choices
 
 
 def row(name):

@@ -20,7 +20,7 @@ __all__ = ["register", "run_regress", "run_verify"]
 DEFAULT_TIMEOUT_SECONDS = 600.0
 # The settings regress and verify read (table order); the seed is theirs:
 # --seed (the table's default), never $TPU_COMPAT_SEED, which they set per script.
-_SETTINGS = ("backend", "num_replicas", "fidelity")
+_SETTINGS = ("backend", "num_replicas", "fidelity", "numerics")
 _INDENT = "    "
 
 
@@ -125,7 +125,7 @@ def _run_options(args):
     return measure.RunOptions(
         replicas=chosen.num_replicas, timeout=args.timeout,
         seed=args.seed, rtol=args.rtol, atol=args.atol,
-        backend=chosen.backend, fidelity=chosen.fidelity)
+        backend=chosen.backend, fidelity=chosen.fidelity, numerics=chosen.numerics)
 
 
 def _seed_sentence(seed):
@@ -182,7 +182,7 @@ def run_regress(args):
     _print(f"tpu-compat regress: {doing} {len(scripts)} script(s) {towards} "
            f"{args.golden} with {options.replicas} replicas on backend "
            f"{options.backend}, fidelity {options.fidelity}; "
-           f"{_seed_sentence(options.seed)}")
+           f"{_seed_sentence(options.seed)}; numerics {options.numerics}")
     outcomes = suite.run_suite(scripts, args.golden, args.mode, options,
                                command=script_process.tpu_compat_command,
                                on_outcome=lambda outcome: _show_outcome(outcome, args.mode))
@@ -223,7 +223,7 @@ def run_verify(args):
            f"{args.migrated} (migrated, --warnings=error --strict on) with "
            f"{options.replicas} replicas on backend {options.backend}, "
            f"fidelity {options.fidelity}; "
-           f"{_seed_sentence(options.seed)}")
+           f"{_seed_sentence(options.seed)}; numerics {options.numerics}")
     result = verify.verify(args.legacy, args.migrated, options,
                            command=script_process.tpu_compat_command)
     _show_side("legacy:  ", args.legacy, result.legacy)

@@ -11,7 +11,7 @@ def register(subparsers):
         "run", help="run a legacy TPU script unchanged on a real or emulated TPU",
         description="Run a legacy TensorFlow TPU script unchanged, as "
                     "`python SCRIPT ARGS` would, with tpu_compat installed.")
-    # --backend, --replicas, --hosts, --warnings, --strict, --fidelity.
+    # --backend, --replicas, --hosts, --warnings, --strict, --fidelity, --numerics.
     settings.add_flags(parser, settings.RUN)
     parser.add_argument("--tf1", action="store_true",
                         help="`import tensorflow` yields tf.compat.v1 with v2 "
@@ -30,7 +30,8 @@ def handle(args):
         raise UsageError("tpu-compat run: error: give a SCRIPT or -m MODULE")
     runner.prepare_environment(backend=args.backend, replicas=args.num_replicas,
                                warnings=args.warnings, strict=args.strict,
-                               fidelity=args.fidelity, hosts=args.num_hosts)
+                               fidelity=args.fidelity, hosts=args.num_hosts,
+                               numerics=args.numerics)
     tf_support.require_tensorflow()
     script_args = list(args.args)
     try:

@@ -13,7 +13,7 @@ from tensorflow.python.framework import ops
 
 from tpu_compat.lowlevel import native
 from tpu_compat.lowlevel.cross_replica import emulated_replica_context
-from tpu_compat.runtime import fidelity
+from tpu_compat.runtime import fidelity, numerics
 from tpu_compat.runtime import resolver as resolver_lib
 
 __all__ = ["bfloat16_scope", "collecting_host_ops", "core", "initialize_system",
@@ -58,6 +58,11 @@ def outside_compilation(computation, *args, **kwargs):
     """
     if not native.on_emulated_tpu():
         return native.NATIVE.outside_compilation(computation, *args, **kwargs)
+    with numerics.on_host():  # host ops: a TPU's precision does not apply
+        return _outside_compilation(computation, *args, **kwargs)
+
+
+def _outside_compilation(computation, *args, **kwargs):
     pending = getattr(_host_ops, "pending", None)
     graph = ops.get_default_graph()
     if tf.executing_eagerly() or not hasattr(graph, "get_operations"):

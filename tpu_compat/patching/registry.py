@@ -80,6 +80,11 @@ def _empty_batches(installation):
     empty_batches.guard_empty_batches(installation.changes)
 
 
+def _numerics(installation):
+    from tpu_compat.runtime import numerics  # pylint: disable=import-outside-toplevel
+    numerics.install(installation.changes)
+
+
 def _pod_sessions(installation):
     from tpu_compat.runtime import pod_sessions  # pylint: disable=import-outside-toplevel
     pod_sessions.route_pod_sessions(installation.changes)
@@ -128,6 +133,9 @@ PATCHES = (
     Patch("empty batches", _empty_batches,
           "with oneDNN on, the emulated replicas' convolutions give an empty batch "
           "a TPU core's result (runtime/empty_batches)"),
+    Patch("numerics", _numerics,
+          "--numerics tpu: the gen_*_ops functions of float32 matmuls, einsums and "
+          "convolutions round their operands in replica steps (runtime/numerics)"),
     Patch("pod sessions", _pod_sessions,
           "tf.compat.v1.Session on the emulated pod's master accepts the pod's own "
           "cluster_def, as a Cloud TPU pod's did (runtime/pod_sessions)"),

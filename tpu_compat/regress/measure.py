@@ -19,6 +19,7 @@ class RunOptions:
     cwd: Optional[str] = None  # None: the current directory, as `tpu-compat run`
     backend: Optional[str] = None  # None: $TPU_COMPAT_BACKEND, else the CPU emulation
     fidelity: Optional[str] = None  # None: $TPU_COMPAT_FIDELITY, else regress's (settings.py)
+    numerics: Optional[str] = None  # None: $TPU_COMPAT_NUMERICS, else exact
 
 
 def launch_for(path, config, options, warnings=None, strict=None):
@@ -27,7 +28,8 @@ def launch_for(path, config, options, warnings=None, strict=None):
                                  timeout=config.timeout or options.timeout,
                                  args=config.args, tf1=config.tf1, warnings=warnings,
                                  strict=strict, seed=options.seed, cwd=options.cwd,
-                                 backend=options.backend, fidelity=options.fidelity)
+                                 backend=options.backend, fidelity=options.fidelity,
+                                 numerics=options.numerics)
 
 
 def tolerances(config, options):

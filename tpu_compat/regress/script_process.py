@@ -49,6 +49,7 @@ class Launch:
     cwd: Optional[str] = None
     backend: Optional[str] = None  # None: $TPU_COMPAT_BACKEND, else regress's default
     fidelity: Optional[str] = None  # None: $TPU_COMPAT_FIDELITY, else regress's default
+    numerics: Optional[str] = None  # None: $TPU_COMPAT_NUMERICS, else exact
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,6 +114,7 @@ def _environment(launch):
         env.setdefault("PYTHONHASHSEED", str(launch.seed))
     env[settings.BACKEND_VAR] = chosen_backend(launch.backend, env)
     env[settings.FIDELITY_VAR] = chosen_fidelity(launch.fidelity, env)
+    env[settings.NUMERICS_VAR] = _chosen("numerics", launch.numerics, env)
     # TensorFlow's C++ INFO lines would bury the traceback in the stderr tail.
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     # The child runs the tpu_compat this process runs, installed or not.

@@ -1,0 +1,125 @@
+"""``tpu-compat numerics-diff SCRIPT [ARGS...]``.
+
+The engine is :mod:`tpu_compat.regress.numerics_diff`.
+
+Exit codes: 0 when both runs reported their numbers (and, with ``--rtol``,
+none moved beyond it), 1 when a run failed or a number moved beyond
+``--rtol``, 2 for usage errors; 130 / 128+N when interrupted, as ``regress``.
+"""
+
+import argparse
+import math
+import os
+
+from tpu_compat import settings
+from tpu_compat.commands.regress import (DEFAULT_TIMEOUT_SECONDS, _interruptible,
+                                         _non_negative_float, _non_negative_int,
+                                         _positive_float)
+from tpu_compat.exit_codes import EXIT_FAILURE, EXIT_OK, UsageError
+from tpu_compat.regress import measure, numerics_diff, script_process
+
+__all__ = ["register", "run_numerics_diff"]
+
+_SETTINGS = ("backend", "num_replicas", "fidelity")
+LISTED_NUMBERS = 10
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        "numerics-diff",
+        help="how far a script's numbers move on a TPU's matmul precision",
+        description="Run SCRIPT twice on the same emulated TPU with the same seed, under "
+                    "--numerics exact and --numerics tpu (float32 matmul and convolution "
+                    "operands rounded to bfloat16 as a TPU does), and rank the numbers it "
+                    "reports (KEY: number, KEY=number, RESULT {json}, or what its "
+                    "SCRIPT.regress.toml selects) by how far they moved.")
+    parser.add_argument("script", metavar="SCRIPT", help="the script to run")
+    parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                        help="arguments passed to the script unchanged")
+    settings.add_flags(parser, settings.REGRESS, names=_SETTINGS)
+    parser.add_argument("--timeout", metavar="SECONDS", default=DEFAULT_TIMEOUT_SECONDS,
+                        type=_positive_float("--timeout"),
+                        help=f"per run (default: {DEFAULT_TIMEOUT_SECONDS:g})")
+    parser.add_argument("--top", metavar="K", default=LISTED_NUMBERS,
+                        type=_non_negative_int("--top"),
+                        help=f"numbers listed, most moved first (default: {LISTED_NUMBERS})")
+    parser.add_argument("--rtol", metavar="R", type=_non_negative_float("--rtol"),
+                        help="exit 1 when a number moved by more than R relative "
+                             "(default: report only)")
+    seed_row = settings.row("seed")
+    default_seed = seed_row.default(settings.REGRESS)
+    seed = parser.add_mutually_exclusive_group()
+    seed.add_argument(seed_row.flag, metavar=seed_row.metavar, dest="seed",
+                      type=_non_negative_int(seed_row.flag), default=default_seed,
+                      help=f"seed Python, NumPy and TensorFlow RNGs before each run "
+                           f"(default: {default_seed})")
+    seed.add_argument("--no-seed", dest="seed", action="store_const", const=None,
+                      help="leave the RNGs unseeded (the two runs then differ for that "
+                           "reason too)")
+    parser.set_defaults(handler=_interruptible("numerics-diff", run_numerics_diff))
+
+
+def _number(value):
+    return f"{value:.8g}"
+
+
+def _relative(value):
+    return "inf" if math.isinf(value) else f"{value:.2e}"
+
+
+def _table(moved):
+    rows = [("key", "exact", "tpu", "abs diff", "rel diff")]
+    rows += [(m.key, _number(m.exact), _number(m.tpu), _number(m.absolute),
+              _relative(m.relative)) for m in moved]
+    widths = [max(len(row[column]) for row in rows) for column in range(5)]
+    return "\n".join(
+        "  ".join([row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])])
+        .rstrip() for row in rows)
+
+
+def _print(text=""):
+    print(text, flush=True)
+
+
+def run_numerics_diff(args):
+    if not os.path.isfile(args.script):
+        raise UsageError(f"tpu-compat numerics-diff: error: {args.script}: no such file")
+    chosen = settings.resolve(settings.REGRESS, names=_SETTINGS,
+                              flags={name: getattr(args, name) for name in _SETTINGS})
+    options = measure.RunOptions(replicas=chosen.num_replicas, timeout=args.timeout,
+                                 seed=args.seed, backend=chosen.backend,
+                                 fidelity=chosen.fidelity)
+    seeded = ("RNGs not seeded" if args.seed is None
+              else f"RNGs seeded with {args.seed} before each run")
+    _print(f"tpu-compat numerics-diff: {args.script} under --numerics exact and tpu with "
+           f"{options.replicas} replicas on backend {options.backend}, fidelity "
+           f"{options.fidelity}; {seeded}")
+    result = numerics_diff.numerics_diff(args.script, args.args, options,
+                                         command=script_process.tpu_compat_command)
+    for label, run in (("exact:", result.exact), ("tpu:  ", result.tpu)):
+        if run is not None and run.ok:
+            _print(f"{label} {len(run.numbers)} numbers ({run.run.seconds:.1f} s)")
+    if result.problem is not None:
+        _print(f"FAILED: {result.problem}")
+        for run in (result.exact, result.tpu):
+            if run is not None and not run.ok and run.run.stderr_tail():
+                _print("    stderr (last lines):\n" + "\n".join(
+                    "    " + line for line in run.run.stderr_tail().splitlines()))
+        return EXIT_FAILURE
+    for label, keys in (("only under exact", result.only_exact),
+                        ("only under tpu", result.only_tpu)):
+        if keys:
+            _print(f"{label}: {', '.join(keys)}")
+    largest = result.largest
+    if largest is None:
+        _print("no number was reported by both runs")
+        return EXIT_FAILURE
+    moved = [m for m in result.moved if m.relative > 0]
+    _print(f"largest relative difference: {_relative(largest.relative)} ({largest.key}); "
+           f"{len(moved)} of {len(result.moved)} numbers moved")
+    if moved and args.top:
+        _print("    " + _table(moved[:args.top]).replace("\n", "\n    "))
+    if args.rtol is not None and largest.relative > args.rtol:
+        _print(f"MOVED beyond rtol={args.rtol:g}")
+        return EXIT_FAILURE
+    return EXIT_OK
