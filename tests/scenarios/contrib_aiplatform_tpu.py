@@ -88,9 +88,12 @@ def main():
             print("%s_%d: %.9g" % (name, index, value))
     metrics = estimator.evaluate(input_fn, steps=64 // args.train_batch_size)
     print("eval_mse: %.9g" % metrics["mse"])
-    # The host_call's summaries, as TensorBoard reads them from model_dir.
+    # The host_call's summaries, as TensorBoard reads them from model_dir:
+    # tf.contrib.summary's writer names its event files *.v2 (TF 1.15
+    # summary_ops_v2.create_file_writer); the Estimator's own summary hook
+    # writes a "loss" of its own to another file in the same directory.
     losses = {}
-    for path in glob.glob(os.path.join(args.model_dir, "events.out.tfevents.*")):
+    for path in glob.glob(os.path.join(args.model_dir, "events.out.tfevents.*.v2")):
         for event in tf.train.summary_iterator(path):
             for value in event.summary.value:
                 # "loss_1": summary_ops_v2 makes the tag unique in the graph,
