@@ -19,7 +19,7 @@ ARCHITECTURE = os.path.join(ROOT, "docs", "architecture.md")
 # package may import (docs/architecture.md says what each is for).
 SHARED_INTERNALS = {
     "tpu_compat._atomic", "tpu_compat._callsite", "tpu_compat._config", "tpu_compat._lazy",
-    "tpu_compat._process", "tpu_compat._version",
+    "tpu_compat._process", "tpu_compat._tf_internals", "tpu_compat._version",
 }
 # Private modules shared by two modules only: (importer, imported).
 PRIVATE_PAIRS = {("tpu_compat.pytest_plugin", "tpu_compat._pytest_child")}
@@ -238,6 +238,50 @@ def test_modules_stay_under_400_lines():
             long[module] = count
     assert set(long) <= LONG_MODULES, (
         f"over {MAX_LINES} lines: {long}; split by job (docs/architecture.md)")
+
+
+def _tensorflow_internal_imports(module):
+    return [f"{module}:{node.lineno}" for node in ast.walk(_tree(module))
+            if (isinstance(node, ast.ImportFrom) and not node.level
+                and node.module.startswith("tensorflow.python"))
+            or (isinstance(node, ast.Import) and any(
+                alias.name.startswith("tensorflow.python") for alias in node.names))]
+
+
+def test_runtime_imports_tensorflow_internals_only_through_tf_internals():
+    runtime = [module for module in MODULES if module.startswith("tpu_compat.runtime.")]
+    assert [line for module in sorted(runtime)
+            for line in _tensorflow_internal_imports(module)] == []
+    assert _tensorflow_internal_imports("tpu_compat._tf_internals")
+    assert "tpu_compat._tf_internals" in _graph(in_functions=False)["tpu_compat.runtime.emulated"]
+
+
+def test_each_tensorflow_internal_says_why():
+    # Each import (or group of adjacent imports) under a comment saying what
+    # runtime/ takes from it and which public API is missing.
+    with open(MODULES["tpu_compat._tf_internals"], encoding="utf-8") as source:
+        lines = source.read().splitlines()
+    bare = []
+    for node in _tree("tpu_compat._tf_internals").body:
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        above = node.lineno - 2
+        while above >= 0 and lines[above].startswith("from "):
+            above -= 1
+        if not lines[above].startswith("# ") or lines[above].startswith("# --"):
+            bare.append(lines[node.lineno - 1])
+    assert bare == []
+
+
+def test_import_tpu_compat_does_not_reach_tf_internals():
+    graph = _graph(in_functions=False)
+    reached, todo = set(), ["tpu_compat"]
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo.extend(graph[module])
+    assert "tpu_compat._tf_internals" not in reached
 
 
 @pytest.mark.parametrize("module", sorted(
