@@ -66,12 +66,12 @@ from tensorflow.python.tpu import tpu_system_metadata as metadata_lib
 # -- graphs, devices, eager -----------------------------------------------------------
 # device / device_v2: patched (devices.py: tf.device and with ops.device); EagerTensor
 # (no public class); the others (get_default_graph, inside_function,
-# executing_eagerly_outside_functions, convert_to_tensor) are tf.compat.v1's.
+# executing_eagerly_outside_functions, convert_to_tensor) have public twins.
 from tensorflow.python.framework import ops
 # list_logical_devices / list_physical_devices: patched (devices.py), the functions
 # tf.config exports; get_soft_device_placement is tf.config's.
 from tensorflow.python.framework import config as framework_config
-# DeviceSpec.from_string of a full device name (emulated.py); tf.DeviceSpec is V2's.
+# DeviceSpec (emulated.py): public as tf.DeviceSpec, the same class.
 from tensorflow.python.framework import device as framework_device
 # dtypes: tf.string, tf.complex128 and tf.as_dtype, the same objects.
 from tensorflow.python.framework import dtypes
