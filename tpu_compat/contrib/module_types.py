@@ -17,7 +17,7 @@ import types
 from tpu_compat.contrib.deep_imports import DEEP_IMPORTS
 
 __all__ = ["ContribNotProvidedError", "ContribSubmodule", "ESTIMATOR_MODULE",
-           "ESTIMATOR_NAMES", "contrib_module", "deep_module", "deep_paths",
+           "ESTIMATOR_NAMES", "contrib_module", "deep_module", "deep_paths", "load",
            "not_provided_message", "served_names", "serves", "submodule"]
 
 # short name -> submodule class, filled as the classes are defined (submodules.py):
@@ -47,6 +47,7 @@ ESTIMATOR_NAMES = ("TPUEstimator", "TPUEstimatorSpec", "RunConfig", "TPUConfig",
 
 
 def load(target):
+    """The object a ``"module:attribute.path"`` target names (importing the module)."""
     module_name, attribute = target.split(":")
     value = importlib.import_module(module_name)
     for part in attribute.split("."):
