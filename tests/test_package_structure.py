@@ -248,8 +248,9 @@ def _tensorflow_internal_imports(module):
                 alias.name.startswith("tensorflow.python") for alias in node.names))]
 
 
-def test_runtime_imports_tensorflow_internals_only_through_tf_internals():
-    runtime = [module for module in MODULES if module.startswith("tpu_compat.runtime.")]
+def test_runtime_and_lowlevel_import_tensorflow_internals_only_through_tf_internals():
+    runtime = [module for module in MODULES
+               if module.startswith(("tpu_compat.runtime.", "tpu_compat.lowlevel"))]
     assert [line for module in sorted(runtime)
             for line in _tensorflow_internal_imports(module)] == []
     assert _tensorflow_internal_imports("tpu_compat._tf_internals")

@@ -1,7 +1,7 @@
-"""Every TensorFlow private module (``tensorflow.python...``) that ``tpu_compat.runtime`` uses.
+"""Every TensorFlow private module (``tensorflow.python...``) that runtime/ and lowlevel/ use.
 
 One place to look when a TensorFlow release moves or changes one: each entry
-says what runtime/ takes from it and why no public API serves. "Patched" means
+says what runtime/ or lowlevel/ takes from it and why no public API serves. "Patched" means
 runtime/ replaces an attribute on TensorFlow's own module or class (recorded
 through the installation's changes and undone by ``uninstall()``), which only
 the defining module allows: the public name is the same object, so replacing
@@ -9,9 +9,9 @@ it there would not reach TensorFlow's internal callers. "No public API" means
 none in TF 2.21's ``tf`` namespace. These imports run in every cell of the
 proven range, TF 2.16 to 2.21 (docs/tf_versions.md), whose runs install tpu_compat.
 
-Importing this module imports TensorFlow: only runtime/ modules import it
-(``import tpu_compat`` stays light). lowlevel/, estimator/ and patching/ still
-import their own (the next step of the same work).
+Importing this module imports TensorFlow: only runtime/ and lowlevel/ modules
+import it (``import tpu_compat`` stays light). estimator/, patching/, pod/ and
+``_callsite`` still import their own (the next step of the same work).
 """
 
 # pylint: disable=unused-import
@@ -21,7 +21,8 @@ import their own (the next step of the same work).
 # (native_methods.py) and subclassed; no public name. Strategy, StrategyV1,
 # InputReplicationMode, RunOptions, get_strategy, has_strategy and
 # in_cross_replica_context are the objects tf.distribute (and tf.compat.v1.distribute)
-# export, read from here with the classes they go with.
+# export, read from here with the classes they go with; lowlevel/ reads
+# get_replica_context, has_strategy and in_cross_replica_context (tf.distribute's too).
 from tensorflow.python.distribute import distribute_lib
 # regroup and select_replica: how a strategy packs and unpacks per-replica values;
 # no public API.
@@ -65,8 +66,8 @@ from tensorflow.python.tpu import tpu_system_metadata as metadata_lib
 
 # -- graphs, devices, eager -----------------------------------------------------------
 # device / device_v2: patched (devices.py: tf.device and with ops.device); EagerTensor
-# (no public class); the others (get_default_graph, inside_function,
-# executing_eagerly_outside_functions, convert_to_tensor) have public twins.
+# (no public class); the others runtime/ and lowlevel/ read (get_default_graph,
+# inside_function, init_scope, name_scope, RegisterGradient, ...) have public twins.
 from tensorflow.python.framework import ops
 # list_logical_devices / list_physical_devices: patched (devices.py), the functions
 # tf.config exports; get_soft_device_placement is tf.config's.
@@ -96,3 +97,25 @@ from tensorflow.python.ops import gen_nn_ops
 from tensorflow.python.ops import math_ops
 # IsMklEnabled: whether oneDNN kernels run; no public API.
 from tensorflow.python.util import _pywrap_util_port as pywrap_util_port
+
+# -- for lowlevel/ (tf.compat.v1.tpu) ------------------------------------------------
+# DistributedValues / DistributedVariable / PerReplica: isinstance checks of what a
+# replicated step takes and returns; PerReplica and DistributedVariable have no public class.
+from tensorflow.python.distribute import values as values_lib
+# TF's own tf.compat.v1.tpu functions (the real-TPU path, lowlevel/native.py), captured
+# from their defining modules because install() routes the public names to
+# tpu_compat's: replicate, rewrite, shard, batch_parallel, initialize_system (tpu);
+# core (tpu_name_util); outside_compilation (tpu_replication); bfloat16_scope
+# (bfloat16); cross_replica_sum and the infeed/outfeed ops (tpu_ops); CrossShardOptimizer
+# (tpu_optimizer); repeat and while_loop (training_loop: no tf.compat.v1.tpu name).
+from tensorflow.python.tpu import bfloat16 as native_bfloat16
+from tensorflow.python.tpu import tpu as native_tpu
+from tensorflow.python.tpu import tpu_name_util
+from tensorflow.python.tpu import tpu_optimizer
+from tensorflow.python.tpu import tpu_replication
+from tensorflow.python.tpu import training_loop
+from tensorflow.python.tpu.ops import tpu_ops
+# Reduction and Optimizer: tf.compat.v1.losses.Reduction and tf.compat.v1.train.Optimizer,
+# the same classes, read beside CrossShardOptimizer's module.
+from tensorflow.python.ops.losses import losses
+from tensorflow.python.training import optimizer as optimizer_lib
