@@ -10,126 +10,40 @@ which TF 2.21 still ships under ``tf.compat.v1.train``. Checkpoints go to
 Subclasses (``TPUEstimator``) change four things only: how ``input_fn`` is
 called, how the global step is created, which step hooks ``steps``/
 ``max_steps`` become, and what wraps ``model_fn``.
+
+This module is that flow (the class); beside it: ``graphs.py`` (the graph each
+call builds), ``warm_start.py`` (``WarmStartSettings``), ``_arguments.py`` (the
+checks of what the user passes), ``_results.py`` (the eval log and summaries,
+predictions by key and example), ``_saved_model.py`` (the SavedModel export
+writes), ``_checkpoints.py`` and ``_inputs.py``.
 """
 
-import collections
-import contextlib
 import copy
 import logging
 import os
 import tempfile
-import weakref
 
 import tensorflow as tf
-from tensorflow.python.ops import control_flow_util
-from tensorflow.python.saved_model.model_utils import export_utils
 from tensorflow.python.training import evaluation as tf_evaluation
 from tensorflow.python.training import training_util
 
-from tpu_compat.estimator import _checkpoints, _inputs
+from tpu_compat.estimator import _arguments, _checkpoints, _inputs, _results, _saved_model
 from tpu_compat.estimator._spec import EstimatorSpec, ModeKeys
+# estimator_graph and program_control_flow_v2 stay importable from here.
+from tpu_compat.estimator.graphs import estimator_graph, program_control_flow_v2  # noqa: F401
 from tpu_compat.estimator.run_config import RunConfig
+from tpu_compat.estimator.warm_start import WarmStartSettings, warm_start_settings
 from tpu_compat.runtime import hooks as _table_hooks
 
 __all__ = ["Estimator", "WarmStartSettings"]
 
 _log = logging.getLogger("tensorflow")
 
-_MODEL_FN_ARGS = frozenset({"features", "labels", "mode", "params", "config"})
 LOSS_METRIC_KEY = "loss"
-
-
-class WarmStartSettings(collections.namedtuple("WarmStartSettings", [
-        "ckpt_to_initialize_from", "vars_to_warm_start", "var_name_to_vocab_info",
-        "var_name_to_prev_var_name"])):
-    """``tf.estimator.WarmStartSettings``: initialize variables from a checkpoint."""
-
-    def __new__(cls, ckpt_to_initialize_from, vars_to_warm_start=".*",
-                var_name_to_vocab_info=None, var_name_to_prev_var_name=None):
-        if not ckpt_to_initialize_from:
-            raise ValueError("WarmStartSettings: ckpt_to_initialize_from must be a "
-                             "checkpoint path or directory")
-        return super().__new__(cls, os.fspath(ckpt_to_initialize_from),
-                               vars_to_warm_start, var_name_to_vocab_info or {},
-                               var_name_to_prev_var_name or {})
-
-
-def _warm_start_settings(warm_start_from):
-    if warm_start_from is None or isinstance(warm_start_from, WarmStartSettings):
-        return warm_start_from
-    if isinstance(warm_start_from, (str, bytes, os.PathLike)):
-        return WarmStartSettings(os.fsdecode(warm_start_from))
-    raise ValueError(f"warm_start_from must be a checkpoint path or a "
-                     f"WarmStartSettings, given: {warm_start_from!r}")
-
-
-def _check_model_fn(model_fn, params):
-    if not callable(model_fn):
-        raise ValueError(f"model_fn must be callable, given: {model_fn!r}")
-    names = set(_inputs.fn_args(model_fn))
-    if "features" not in names:
-        raise ValueError(f"model_fn ({getattr(model_fn, '__name__', model_fn)!r}) must "
-                         f"take a 'features' argument")
-    unexpected = sorted(names - _MODEL_FN_ARGS - {"self"})
-    if unexpected:
-        raise ValueError(f"model_fn ({getattr(model_fn, '__name__', model_fn)!r}) takes "
-                         f"unexpected arguments {unexpected}; allowed: "
-                         f"{sorted(_MODEL_FN_ARGS)}")
-    if params and "params" not in names:
-        raise ValueError(f"model_fn ({getattr(model_fn, '__name__', model_fn)!r}) does "
-                         f"not take a 'params' argument, but params={params!r} were "
-                         f"given to the Estimator")
-
-
-@contextlib.contextmanager
-def estimator_graph():
-    """A new graph built as TF 1.15's Estimator built it: v1 control flow.
-
-    TF 2.21 builds ``tf.while_loop`` as a functional While (control flow v2)
-    in graphs made from a TF 2 program, and v1 loops under
-    ``disable_v2_behavior()``. The TPU training loop (and TF 1.x model_fns)
-    were written for v1 loops; in a functional loop the mirrored slot
-    variables an optimizer creates lose their replica devices. Only the
-    choice made while building this graph changes; the flag is restored.
-    """
-    saved = control_flow_util.ENABLE_CONTROL_FLOW_V2
-    control_flow_util.ENABLE_CONTROL_FLOW_V2 = False
-    try:
-        with tf.Graph().as_default() as graph:
-            _PROGRAM_CONTROL_FLOW_V2[graph] = saved
-            yield graph
-    finally:
-        control_flow_util.ENABLE_CONTROL_FLOW_V2 = saved
-
-
-# graph -> whether the program had control flow v2 on when the graph was made.
-_PROGRAM_CONTROL_FLOW_V2 = weakref.WeakKeyDictionary()
-
-
-def program_control_flow_v2(graph=None):
-    """Whether the program building ``graph`` runs with control flow v2.
-
-    TF's own estimator decided era behaviour by this flag (a TF 2.x program
-    has it on, a TF 1.x or ``disable_v2_behavior()`` program off), so
-    tpu_compat does too. Estimator graphs are built with it off (see
-    :func:`estimator_graph`); this is the program's value, from before.
-    """
-    graph = graph or tf.compat.v1.get_default_graph()
-    if graph in _PROGRAM_CONTROL_FLOW_V2:
-        return _PROGRAM_CONTROL_FLOW_V2[graph]
-    return control_flow_util.ENABLE_CONTROL_FLOW_V2
 
 
 def _default_session_config():
     return tf.compat.v1.ConfigProto(allow_soft_placement=True)
-
-
-def _positive(name, value):
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} must be a positive int, given: {value!r}")
-    return value
 
 
 class Estimator:
@@ -142,7 +56,7 @@ class Estimator:
         elif not isinstance(config, RunConfig):
             raise ValueError(f"config must be a tf.estimator.RunConfig, given: "
                              f"{type(config).__name__}")
-        _check_model_fn(model_fn, params)
+        _arguments.check_model_fn(model_fn, params)
         model_dir = os.fspath(model_dir) if model_dir is not None else None
         if model_dir and config.model_dir and model_dir != config.model_dir:
             raise ValueError(
@@ -156,7 +70,7 @@ class Estimator:
         self._model_dir = model_dir
         self._model_fn = model_fn
         self._params = copy.deepcopy(params or {})
-        self._warm_start_settings = _warm_start_settings(warm_start_from)
+        self._warm_start_settings = warm_start_settings(warm_start_from)
         self._session_config = config.session_config or _default_session_config()
 
     # -- properties ---------------------------------------------------------------
@@ -258,13 +172,13 @@ class Estimator:
         """Trains for ``steps`` more steps, or up to global step ``max_steps``."""
         if steps is not None and max_steps is not None:
             raise ValueError("train: give steps or max_steps, not both")
-        _positive("train: steps", steps)
-        _positive("train: max_steps", max_steps)
+        _arguments.positive("train: steps", steps)
+        _arguments.positive("train: max_steps", max_steps)
         if max_steps is not None and _checkpoints.global_step_of(
                 self._model_dir) >= max_steps:
             _log.info("Skipping training since max_steps has already saved.")
             return self
-        hooks = list(_validate_user_hooks(hooks, "hooks"))
+        hooks = list(_arguments.validate_user_hooks(hooks, "hooks"))
         hooks += self._convert_train_steps_to_hooks(steps, max_steps)
         loss = self._train_model(input_fn, hooks, list(saving_listeners or []))
         _log.info("Loss for final step: %s.", loss)
@@ -349,8 +263,8 @@ class Estimator:
         Returns the metrics as a dict, with ``loss`` (the mean of the
         ``model_fn``'s loss) and ``global_step`` (of the evaluated checkpoint).
         """
-        _positive("evaluate: steps", steps)
-        hooks = list(_validate_user_hooks(hooks, "hooks"))
+        _arguments.positive("evaluate: steps", steps)
+        hooks = list(_arguments.validate_user_hooks(hooks, "hooks"))
         hooks += self._convert_eval_steps_to_hooks(steps)
         checkpoint_path = checkpoint_path or self.latest_checkpoint()
         if not checkpoint_path:
@@ -384,7 +298,7 @@ class Estimator:
                 config=self._session_config)
         output_dir = os.path.join(self._model_dir,
                                   "eval" if not name else f"eval_{name}")
-        _write_summaries(output_dir, results, results[tf.compat.v1.GraphKeys.GLOBAL_STEP],
+        _results.write_summaries(output_dir, results, results[tf.compat.v1.GraphKeys.GLOBAL_STEP],
                          checkpoint_path)
         return results
 
@@ -392,7 +306,7 @@ class Estimator:
     def predict(self, input_fn, predict_keys=None, hooks=None, checkpoint_path=None,
                 yield_single_examples=True):
         """Yields predictions: one dict (or value) per example, or per batch."""
-        hooks = list(_validate_user_hooks(hooks, "hooks"))
+        hooks = list(_arguments.validate_user_hooks(hooks, "hooks"))
         checkpoint_path = checkpoint_path or self.latest_checkpoint()
         if not checkpoint_path:
             _log.info("Could not find trained model in model_dir: %s, running "
@@ -404,7 +318,7 @@ class Estimator:
             features, _, input_hooks = self._features_and_labels(
                 input_fn, ModeKeys.PREDICT)
             spec = self._call_model_fn(features, None, ModeKeys.PREDICT, self.config)
-            predictions = _select_keys(spec.predictions, predict_keys)
+            predictions = _results.select_keys(spec.predictions, predict_keys)
             creator = tf.compat.v1.train.ChiefSessionCreator(
                 checkpoint_filename_with_path=checkpoint_path,
                 master=self._session_master(ModeKeys.PREDICT),
@@ -419,7 +333,7 @@ class Estimator:
                     elif not isinstance(values, dict):
                         yield from values
                     else:
-                        for index in range(_batch_length(values)):
+                        for index in range(_results.batch_length(values)):
                             yield {key: value[index] for key, value in values.items()}
 
     # -- export ---------------------------------------------------------------------
@@ -444,42 +358,17 @@ class Estimator:
         if not checkpoint_path:
             raise ValueError(f"export_saved_model: couldn't find a trained model in "
                              f"model_dir {self._model_dir!r}; train first")
-        export_dir_base = os.fsdecode(export_dir_base)
-        export_dir = export_utils.get_timestamped_export_dir(export_dir_base)
-        temp_dir = export_utils.get_temp_export_dir(export_dir)
-        builder = tf.compat.v1.saved_model.Builder(temp_dir)
-        with estimator_graph() as graph:
+
+        def build_serving_model(graph):
             if self._config.tf_random_seed is not None:
                 tf.compat.v1.set_random_seed(self._config.tf_random_seed)
             self._create_global_step(graph, ModeKeys.PREDICT)
             receiver = serving_input_receiver_fn()
-            spec = self._call_model_fn_for_export(receiver.features, self.config)
-            outputs = export_utils.export_outputs_for_mode(
-                mode=ModeKeys.PREDICT, serving_export_outputs=spec.export_outputs,
-                predictions=spec.predictions)
-            signatures = export_utils.build_all_signature_defs(
-                receiver.receiver_tensors, outputs,
-                getattr(receiver, "receiver_tensors_alternatives", None),
-                serving_only=True)
-            with tf.compat.v1.Session(config=self._session_config) as session:
-                saver = spec.scaffold.saver or tf.compat.v1.train.Saver(sharded=True)
-                saver.restore(session, checkpoint_path)
-                local_init = (spec.scaffold.local_init_op
-                              or tf.compat.v1.train.Scaffold.default_local_init_op())
-                builder.add_meta_graph_and_variables(
-                    session, [tf.saved_model.SERVING], signature_def_map=signatures,
-                    assets_collection=tf.compat.v1.get_collection(
-                        tf.compat.v1.GraphKeys.ASSET_FILEPATHS),
-                    main_op=local_init, saver=saver, strip_default_attrs=True)
-        builder.save(as_text)
-        if assets_extra:
-            extra_dir = os.path.join(temp_dir, "assets.extra")
-            for destination, source in assets_extra.items():
-                target = os.path.join(extra_dir, destination)
-                tf.io.gfile.makedirs(os.path.dirname(target))
-                tf.io.gfile.copy(source, target, overwrite=True)
-        tf.io.gfile.rename(temp_dir, export_dir)
-        return os.fsencode(export_dir)
+            return receiver, self._call_model_fn_for_export(receiver.features, self.config)
+
+        return _saved_model.write(export_dir_base, build_serving_model, checkpoint_path,
+                                  self._session_config, as_text=as_text,
+                                  assets_extra=assets_extra)
 
     def export_savedmodel(self, export_dir_base, serving_input_receiver_fn,
                           assets_extra=None, as_text=False, checkpoint_path=None,
@@ -492,79 +381,6 @@ class Estimator:
 
     def _call_model_fn_for_export(self, features, config):
         return self._call_model_fn(features, None, ModeKeys.PREDICT, config)
-
-
-def _validate_user_hooks(hooks, argument):
-    hooks = list(hooks or [])
-    for hook in hooks:
-        if not isinstance(hook, tf.compat.v1.train.SessionRunHook):
-            raise TypeError(f"{argument} must be SessionRunHook instances, given: "
-                            f"{hook!r}")
-    return hooks
-
-
-def _select_keys(predictions, keys):
-    if keys is None:
-        return predictions
-    if not isinstance(predictions, dict):
-        raise ValueError("predict_keys given, but the model_fn's predictions are not "
-                         "a dict")
-    keys = [keys] if isinstance(keys, str) else list(keys)
-    unknown = [k for k in keys if k not in predictions]
-    if unknown:
-        raise ValueError(f"predict_keys {unknown} are not in the predictions "
-                         f"({sorted(predictions)})")
-    return {key: predictions[key] for key in keys}
-
-
-def _batch_length(values):
-    lengths = {key: value.shape[0] for key, value in values.items()
-               if getattr(value, "ndim", 0) > 0}
-    if len(set(lengths.values())) != 1:
-        raise ValueError(f"predictions must all have the same batch size to yield "
-                         f"single examples; sizes: {lengths}")
-    return next(iter(lengths.values()))
-
-
-def _dict_to_str(dictionary):
-    """``key = value, ...`` sorted by key, as TF 1.15's estimator logged a dict."""
-    # '%s' (str), not an f-string: format() of a NumPy float32 prints its
-    # float64 expansion (0.919775128364563), str() the float32 (0.9197751).
-    return ", ".join("%s = %s" % (key, value) for key, value in sorted(dictionary.items())
-                     if not isinstance(value, bytes))
-
-
-def _write_summaries(output_dir, results, global_step, checkpoint_path=None):
-    """Logs the metrics and writes them as TensorBoard events, as TF 1.15's evaluate.
-
-    tensorflow/estimator r1.15, tensorflow_estimator/python/estimator/
-    estimator.py (``_write_dict_to_summary``, ``_write_checkpoint_path_to_summary``):
-    "Saving dict for global step N: k = v, ..." at INFO, one scalar per
-    metric at the evaluated checkpoint's global step in ``output_dir``
-    (``model_dir/eval`` or ``eval_<name>``), then the checkpoint path as a
-    string summary, "Saving 'checkpoint_path' summary for global step N: ...".
-    """
-    global_step = int(global_step)
-    _log.info("Saving dict for global step %d: %s", global_step, _dict_to_str(results))
-    summary = tf.compat.v1.Summary()
-    for key, value in results.items():
-        if key == tf.compat.v1.GraphKeys.GLOBAL_STEP or value is None:
-            continue
-        try:
-            summary.value.add(tag=key, simple_value=float(value))
-        except (TypeError, ValueError):
-            continue
-    with tf.Graph().as_default():  # FileWriter refuses eager mode (TF 2 programs)
-        writer = tf.compat.v1.summary.FileWriterCache.get(output_dir)
-        writer.add_summary(summary, global_step)
-        if checkpoint_path:
-            _log.info("Saving '%s' summary for global step %d: %s", "checkpoint_path",
-                      global_step, checkpoint_path)
-            path_summary = tf.compat.v1.Summary()
-            path_summary.value.add(tag="checkpoint_path", tensor=tf.make_tensor_proto(
-                checkpoint_path, dtype=tf.string))
-            writer.add_summary(path_summary, global_step)
-        writer.flush()
 
 
 _table_hooks.instrument_module(__name__)  # the table's hooks on this module (legacy_api)

@@ -13,13 +13,9 @@ variable applies the same update. Both need only an emulated replica context
 import weakref
 
 import tensorflow as tf
-from tensorflow.python.distribute import distribute_lib
-from tensorflow.python.distribute import values as values_lib
-from tensorflow.python.framework import ops
-from tensorflow.python.ops.losses import losses
-from tensorflow.python.tpu import tpu_optimizer
-from tensorflow.python.training import optimizer as optimizer_lib
 
+from tpu_compat._tf_internals import (
+    distribute_lib, losses, ops, optimizer_lib, tpu_optimizer, values_lib)
 from tpu_compat.lowlevel import native
 from tpu_compat.runtime import emulated
 

@@ -33,8 +33,8 @@ import threading
 import weakref
 
 import tensorflow as tf
-from tensorflow.python.framework import ops
 
+from tpu_compat._tf_internals import ops
 from tpu_compat.lowlevel import native
 from tpu_compat.lowlevel.cross_replica import emulated_replica_context
 from tpu_compat.runtime import backend as backend_lib

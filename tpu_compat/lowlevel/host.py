@@ -9,8 +9,8 @@ import contextlib
 import threading
 
 import tensorflow as tf
-from tensorflow.python.framework import ops
 
+from tpu_compat._tf_internals import ops
 from tpu_compat.lowlevel import native
 from tpu_compat.lowlevel.cross_replica import emulated_replica_context
 from tpu_compat.runtime import fidelity, numerics

@@ -21,9 +21,9 @@ the loop). Each replica gets its own loop values back, and the loop runs
 """
 
 import tensorflow as tf
-from tensorflow.python.distribute import values as values_lib
-from tensorflow.python.tpu import training_loop as native_training_loop
 
+from tpu_compat._tf_internals import values_lib
+from tpu_compat._tf_internals import training_loop as native_training_loop
 from tpu_compat.lowlevel import native
 from tpu_compat.lowlevel.cross_replica import emulated_replica_context
 

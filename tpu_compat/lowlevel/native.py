@@ -8,13 +8,8 @@ namespace for recording stand-ins. On the emulated TPU (see
 
 import types
 
-from tensorflow.python.tpu import bfloat16 as native_bfloat16
-from tensorflow.python.tpu import tpu as native_tpu
-from tensorflow.python.tpu import tpu_name_util
-from tensorflow.python.tpu import tpu_replication
-from tensorflow.python.tpu import training_loop
-from tensorflow.python.tpu.ops import tpu_ops
-
+from tpu_compat._tf_internals import (
+    native_bfloat16, native_tpu, tpu_name_util, tpu_ops, tpu_replication, training_loop)
 from tpu_compat.runtime import backend as backend_lib
 
 __all__ = ["NATIVE", "on_emulated_tpu"]

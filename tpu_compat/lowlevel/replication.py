@@ -12,11 +12,8 @@ core, one checkpoint entry). Outputs follow TF 1.15's rules.
 import threading
 
 import tensorflow as tf
-from tensorflow.python.distribute import distribute_lib
-from tensorflow.python.distribute import mirrored_strategy
-from tensorflow.python.distribute import values as values_lib
-from tensorflow.python.framework import ops
 
+from tpu_compat._tf_internals import distribute_lib, mirrored_strategy, ops, values_lib
 from tpu_compat.lowlevel import host
 from tpu_compat.lowlevel import native
 from tpu_compat.runtime import backend as backend_lib

@@ -21,9 +21,8 @@ import weakref
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.python.data.experimental.ops import distribute as tf_data_distribute
-from tensorflow.python.eager import def_function
 
+from tpu_compat._tf_internals import def_function, tf_data_distribute
 from tpu_compat.runtime import autograph_rules
 from tpu_compat.runtime import backend as backend_lib
 from tpu_compat.runtime import hooks

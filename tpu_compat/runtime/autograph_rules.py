@@ -19,7 +19,7 @@ tpu_compat is put to use, never at import:
 
 import threading
 
-from tensorflow.python.autograph.core import config as autograph_config
+from tpu_compat._tf_internals import autograph_config
 
 __all__ = ["PACKAGE", "ensure_excluded", "exclude", "is_excluded"]
 

@@ -33,7 +33,7 @@ function whose graph is gone, a captured eager value) counts as *not* from
 data: a false alarm on a legitimate TPU program is worse than a miss.
 """
 
-from tensorflow.python.framework import ops
+from tpu_compat._tf_internals import ops
 
 __all__ = ["MUST_BE_CONSTANT", "ValueDependence", "constant_inputs"]
 

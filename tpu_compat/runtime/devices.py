@@ -22,12 +22,10 @@ applies.
 import functools
 
 import tensorflow as tf
-from tensorflow.python.distribute import mirrored_strategy
-from tensorflow.python.distribute import one_device_strategy
-from tensorflow.python.framework import config as config_lib
-from tensorflow.python.framework import ops
 
 from tpu_compat import deprecation
+from tpu_compat._tf_internals import (
+    framework_config as config_lib, mirrored_strategy, one_device_strategy, ops)
 from tpu_compat.runtime import backend as backend_lib
 from tpu_compat.runtime import hooks
 

@@ -16,12 +16,8 @@ its result is cut back to the batch: the empty batch's result has the right
 shape, a non-empty batch's is unchanged, and gradients flow through both.
 """
 
-from tensorflow.python.distribute import distribute_lib
-from tensorflow.python.framework import ops
-from tensorflow.python.ops import array_ops
-from tensorflow.python.ops import gen_nn_ops
-from tensorflow.python.ops import math_ops
-from tensorflow.python.util import _pywrap_util_port
+from tpu_compat._tf_internals import array_ops, distribute_lib, gen_nn_ops, math_ops, ops
+from tpu_compat._tf_internals import pywrap_util_port as _pywrap_util_port
 
 __all__ = ["CONVOLUTIONS", "guard_empty_batches", "onednn_enabled"]
 

@@ -16,15 +16,10 @@ TPU runtime.
 import functools
 import weakref
 
-from tensorflow.python.distribute import cross_device_ops as cross_device_ops_lib
-from tensorflow.python.distribute import device_util
-from tensorflow.python.distribute import mirrored_strategy
-from tensorflow.python.distribute import numpy_dataset
-from tensorflow.python.eager import def_function
-from tensorflow.python.framework import device as tf_device
-from tensorflow.python.framework import ops
-from tensorflow.python.tpu import tpu_function
-
+from tpu_compat._tf_internals import (
+    cross_device_ops_lib, def_function, device_util, mirrored_strategy, numpy_dataset,
+    ops, tpu_function)
+from tpu_compat._tf_internals import framework_device as tf_device
 from tpu_compat.runtime import fidelity, hooks, steps, strict
 
 __all__ = ["EmulatedTPUExtended", "group_by_host", "replica_devices"]

@@ -37,13 +37,11 @@ traced, before any step runs, against what TF 2.21 would do with them:
 import threading
 
 import tensorflow as tf
-from tensorflow.python.eager import context
-from tensorflow.python.framework import config as tf_config
-from tensorflow.python.framework import dtypes
-from tensorflow.python.framework import kernels
-from tensorflow.python.framework import ops
 
 from tpu_compat import _callsite, settings
+from tpu_compat._tf_internals import dtypes, kernels, ops
+from tpu_compat._tf_internals import eager_context as context
+from tpu_compat._tf_internals import framework_config as tf_config
 from tpu_compat.runtime import compile_time_constants
 
 __all__ = ["TPUCompilationError", "check_ops", "enabled", "mark_host_ops"]

@@ -37,6 +37,11 @@ averaging gave. The era's input rules are kept:
   ``save_weights`` / ``save`` copy them back to the CPU model (a clone of the model
   given to ``keras_to_tpu_model``, as r1.12's ``tpu_model`` cloned it), and
   ``set_weights`` / ``load_weights`` go to both.
+
+This module is the strategy, the model and ``keras_to_tpu_model``; the input rules
+above are :mod:`~tpu_compat.runtime.keras_tpu_inputs`, and what the two copies
+take from the user's model (compile arguments, optimizer, metrics) is
+:mod:`~tpu_compat.runtime.keras_tpu_clone`.
 """
 
 import contextlib
@@ -47,19 +52,14 @@ import tensorflow as tf
 from tpu_compat.runtime import backend as backend_lib
 from tpu_compat.runtime import hooks
 from tpu_compat.runtime import resolver as resolver_lib
+from tpu_compat.runtime.keras_tpu_clone import (
+    clone_metrics, clone_optimizer, compile_arguments, program_keras)
+from tpu_compat.runtime.keras_tpu_inputs import (
+    DEFAULT_BATCH_SIZE, check_numpy_batches, first_array, global_batches, validate_shapes)
 
 __all__ = ["KerasTPUModel", "TPUDistributionStrategy", "keras_to_tpu_model", "tpu_model"]
 
 _LOG = logging.getLogger("tpu_compat")
-
-# keras_support.py's _pipeline_fit: `if batch_size is None and steps_per_epoch is None:
-# batch_size = 32`.
-_DEFAULT_BATCH_SIZE = 32
-
-
-def _keras():
-    """The Keras the program's ``tf.keras`` is (tf_keras under TF_USE_LEGACY_KERAS=1)."""
-    return tf.keras
 
 
 class TPUDistributionStrategy:
@@ -116,146 +116,6 @@ class TPUDistributionStrategy:
         return cores
 
 
-def _validate_shapes(model):
-    """keras_support.py's _validate_shapes: no unknown non-batch dimension."""
-    for layer in model.layers:
-        for attribute in ("input_shape", "output_shape"):
-            try:
-                shapes = getattr(layer, attribute)
-            except (AttributeError, RuntimeError):
-                continue
-            shapes = [shapes] if isinstance(shapes, tuple) else list(shapes)
-            for shape in shapes:
-                if any(dim is None for dim in tuple(shape)[1:]):
-                    raise ValueError(
-                        f"keras_to_tpu_model: layer {layer.name} has a variable shape in "
-                        f"a non-batch dimension (input shape {layer.input_shape}, output "
-                        f"shape {layer.output_shape}); TPU models must have constant "
-                        f"shapes for all operations (specify input_length for "
-                        f"RNN/TimeDistributed layers)")
-
-
-def _compile_arguments(model):
-    """The loss, metrics and loss weights ``model`` was compiled with (v1 or v2 Model)."""
-    metrics = getattr(model, "_compile_metrics", None)
-    if metrics is None:
-        compiled = getattr(model, "compiled_metrics", None)
-        metrics = getattr(compiled, "_user_metrics", None) if compiled else None
-    return {"loss": model.loss, "metrics": metrics,
-            "loss_weights": getattr(model, "loss_weights", None)}
-
-
-def _clone_metrics(metrics):
-    keras = _keras()
-    if metrics is None:
-        return None
-    def clone(metric):
-        if isinstance(metric, keras.metrics.Metric):
-            return type(metric).from_config(metric.get_config())
-        return metric
-    if isinstance(metrics, dict):
-        return {key: _clone_metrics(value) for key, value in metrics.items()}
-    if isinstance(metrics, (list, tuple)):
-        return [clone(metric) for metric in metrics]
-    return clone(metrics)
-
-
-def _tf_optimizer(optimizer):
-    """The ``tf.compat.v1.train.Optimizer`` behind ``optimizer``, or None."""
-    if isinstance(optimizer, tf.compat.v1.train.Optimizer):
-        return optimizer
-    inner = getattr(optimizer, "optimizer", None)
-    if type(optimizer).__name__ == "TFOptimizer" and isinstance(
-            inner, tf.compat.v1.train.Optimizer):
-        return inner
-    return None
-
-
-def _clone_optimizer(optimizer):
-    """A fresh copy for the TPU model (keras_support.py's _clone_optimizer).
-
-    A ``tf.train`` optimizer is shared, as the era wrapped the same object; a Keras
-    optimizer is rebuilt from its config.
-    """
-    wrapped = _tf_optimizer(optimizer)
-    if wrapped is not None:
-        return wrapped
-    if isinstance(optimizer, str):
-        return optimizer
-    return type(optimizer).from_config(optimizer.get_config())
-
-
-def _check_divides(batch, cores, argument):
-    if cores > 1 and batch % cores:
-        raise ValueError(
-            f"{argument} must be divisible by the number of TPU cores in use "
-            f"({batch} vs {cores}): the Keras TPU model splits each global batch "
-            f"evenly across the cores; use a multiple of {cores}")
-
-
-def _check_numpy_batches(count, batch_size, cores, argument="batch_size"):
-    """Every batch of ``count`` samples in batches of ``batch_size`` splits evenly.
-
-    keras_support.py's TPUNumpyInfeedManager asserted it per batch, so a partial
-    last batch that does not divide failed there too.
-    """
-    _check_divides(batch_size, cores, argument)
-    remainder = count % batch_size
-    if remainder and cores > 1 and remainder % cores:
-        raise ValueError(
-            f"{argument}: the last batch has {remainder} samples ({count} samples in "
-            f"batches of {batch_size}), which is not divisible by the number of TPU "
-            f"cores in use ({cores}); use a sample count whose remainder is a "
-            f"multiple of {cores}")
-
-
-def _first_array(x):
-    return tf.nest.flatten(x)[0]
-
-
-def _global_batches(input_fn, cores, argument):
-    """The dataset ``input_fn()`` returns, each ``cores`` consecutive batches as one.
-
-    keras_support.py's TPUDatasetInfeedManager: core ``i`` of a step gets the step's
-    ``i``-th ``get_next()``; tf_keras splits a global batch into contiguous per-replica
-    slices, so concatenating ``cores`` batches in order gives core ``i`` the same
-    batch. The era's shape checks (``_verify_dataset_shape``) come first.
-    """
-    dataset = input_fn()
-    if not isinstance(dataset, tf.data.Dataset):
-        raise ValueError(f"The function passed as the `{argument}` parameter did not "
-                         f"return a `tf.data.Dataset` (got {type(dataset).__name__}).")
-    spec = dataset.element_spec
-    if not isinstance(spec, tuple):
-        raise ValueError(f"The dataset must return a tuple of tf.Tensors, instead it "
-                         f"returns: {spec}")
-    if len(spec) != 2:
-        raise ValueError(f"The dataset must return a 2-element tuple, got {len(spec)} "
-                         f"elements instead ({spec}).")
-    for index, item in enumerate(spec):
-        if not isinstance(item, tf.TensorSpec):
-            raise ValueError(f"The dataset returned a non-Tensor type ({item}) at "
-                             f"index {index}.")
-        if item.shape.rank == 0:
-            raise ValueError(f"The dataset returns a scalar tensor in tuple index "
-                             f"{index}. Did you forget to batch? (Output shapes: {spec}).")
-        for dim_index, dim in enumerate(item.shape.as_list()):
-            if dim is None:
-                hint = (" Hint: did you use `ds.batch(BATCH_SIZE, drop_remainder=True)`?"
-                        if dim_index == 0 else "")
-                raise ValueError(
-                    f"The Keras-TPU integration for `tf.data` currently requires static "
-                    f"shapes. The provided dataset only has a partially defined shape. "
-                    f"(Dimension {dim_index} of output tensor {index} is not statically "
-                    f"known for output shapes: {spec}.){hint}")
-    if cores == 1:
-        return dataset
-
-    def merge(x, y):
-        return tuple(tf.reshape(t, [-1] + t.shape.as_list()[2:]) for t in (x, y))
-    return dataset.batch(cores, drop_remainder=True).map(merge)
-
-
 class KerasTPUModel:
     """The model ``keras_to_tpu_model`` returns (keras_support.py's ``KerasTPUModel``).
 
@@ -275,12 +135,12 @@ class KerasTPUModel:
         else:
             self._distribution = strategy._distribution(self._num_cores)  # pylint: disable=protected-access
         with self._scope():
-            self._tpu_model = _keras().models.clone_model(cpu_model)
+            self._tpu_model = program_keras().models.clone_model(cpu_model)
         self._tpu_model.set_weights(cpu_model.get_weights())
         if getattr(cpu_model, "optimizer", None) is not None:
             # keras_support.py: "If the input CPU model has already been compiled,
             # compile our TPU model immediately."
-            self._compile_tpu_model(cpu_model.optimizer, **_compile_arguments(cpu_model))
+            self._compile_tpu_model(cpu_model.optimizer, **compile_arguments(cpu_model))
 
     def _scope(self):
         if self._distribution is None:
@@ -323,8 +183,8 @@ class KerasTPUModel:
                            **kwargs):
         weights = self._tpu_model.get_weights()
         with self._scope():
-            self._tpu_model.compile(_clone_optimizer(optimizer), loss,
-                                    metrics=_clone_metrics(metrics),
+            self._tpu_model.compile(clone_optimizer(optimizer), loss,
+                                    metrics=clone_metrics(metrics),
                                     loss_weights=loss_weights, **kwargs)
         # Compiling under a strategy in graph mode opens a new Keras session.
         self._tpu_model.set_weights(weights)
@@ -346,15 +206,15 @@ class KerasTPUModel:
                                  "specify the steps_per_epoch argument.")
             if y is not None:
                 raise ValueError("When using tf.data as input to a model, y must be None")
-            x = _global_batches(x, cores, "x")
+            x = global_batches(x, cores, "x")
             batch_size = None
         else:
             if batch_size is None and steps_per_epoch is None:
-                batch_size = _DEFAULT_BATCH_SIZE
+                batch_size = DEFAULT_BATCH_SIZE
             if validation_split and 0. < validation_split < 1. and validation_data is None:
                 # keras_support.py's _prepare_validation_data: the last fraction of
                 # the arrays, unshuffled.
-                count = len(_first_array(x))
+                count = len(first_array(x))
                 split_at = int(count * (1. - validation_split))
                 slice_ = lambda data, start, stop: tf.nest.map_structure(  # noqa: E731
                     lambda a: a[start:stop], data)
@@ -362,15 +222,15 @@ class KerasTPUModel:
                 x, y = slice_(x, 0, split_at), slice_(y, 0, split_at)
                 validation_split = 0.
             if batch_size is not None:
-                _check_numpy_batches(len(_first_array(x)), batch_size, cores)
+                check_numpy_batches(len(first_array(x)), batch_size, cores)
         if callable(validation_data):
             if validation_steps is None:
                 raise ValueError("When using tf.data as validation for a model, you "
                                  "should specify the validation_steps argument.")
-            validation_data = _global_batches(validation_data, cores, "validation_data")
+            validation_data = global_batches(validation_data, cores, "validation_data")
         elif (validation_data is not None and batch_size is not None
               and not isinstance(validation_data, tf.data.Dataset)):
-            _check_numpy_batches(len(_first_array(validation_data[0])), batch_size, cores,
+            check_numpy_batches(len(first_array(validation_data[0])), batch_size, cores,
                                  "batch_size (validation data)")
         return self._tpu_model.fit(
             x, y, batch_size=batch_size, epochs=epochs, verbose=verbose,
@@ -394,12 +254,12 @@ class KerasTPUModel:
                                  "specify the steps argument.")
             if y is not None:
                 raise ValueError("When using tf.data as input to a model, y must be None")
-            x = _global_batches(x, cores, "x")
+            x = global_batches(x, cores, "x")
         else:
             if batch_size is None and steps is None:
-                batch_size = _DEFAULT_BATCH_SIZE
+                batch_size = DEFAULT_BATCH_SIZE
             if batch_size is not None:
-                _check_numpy_batches(len(_first_array(x)), batch_size, cores)
+                check_numpy_batches(len(first_array(x)), batch_size, cores)
         return self._tpu_model.evaluate(x, y, batch_size=batch_size, verbose=verbose,
                                         sample_weight=sample_weight, steps=steps, **kwargs)
 
@@ -407,9 +267,9 @@ class KerasTPUModel:
         """``predict`` of arrays in global batches that split across the cores."""
         cores = self._num_cores
         if batch_size is None and steps is None:
-            batch_size = _DEFAULT_BATCH_SIZE
+            batch_size = DEFAULT_BATCH_SIZE
         if batch_size is not None and not callable(x):
-            _check_numpy_batches(len(_first_array(x)), batch_size, cores)
+            check_numpy_batches(len(first_array(x)), batch_size, cores)
         return self._tpu_model.predict(x, batch_size=batch_size, verbose=verbose,
                                        steps=steps, **kwargs)
 
@@ -458,11 +318,11 @@ def keras_to_tpu_model(model, strategy=None):
     not a ``TPUDistributionStrategy``, clones the model (weights and compile arguments
     included) as the CPU model, and returns the TPU model over it.
     """
-    keras = _keras()
+    keras = program_keras()
     if not isinstance(model, keras.Model):
         raise TypeError(f"keras_to_tpu_model: model must be a tf.keras Model, got "
                         f"{type(model).__name__}")
-    _validate_shapes(model)
+    validate_shapes(model)
     if strategy is None:
         strategy = TPUDistributionStrategy()
     elif not isinstance(strategy, TPUDistributionStrategy):
@@ -470,9 +330,9 @@ def keras_to_tpu_model(model, strategy=None):
                         f"Got: {type(strategy)}")
     cpu_model = keras.models.clone_model(model)
     if getattr(model, "optimizer", None) is not None:
-        arguments = _compile_arguments(model)
-        cpu_model.compile(_clone_optimizer(model.optimizer), arguments["loss"],
-                          metrics=_clone_metrics(arguments["metrics"]),
+        arguments = compile_arguments(model)
+        cpu_model.compile(clone_optimizer(model.optimizer), arguments["loss"],
+                          metrics=clone_metrics(arguments["metrics"]),
                           loss_weights=arguments["loss_weights"])
     cpu_model.set_weights(model.get_weights())
     cpu_model.reset_states()

@@ -9,8 +9,8 @@ record's hook (:mod:`tpu_compat.runtime.hooks`).
 """
 
 import tensorflow as tf
-from tensorflow.python.distribute import distribute_lib
 
+from tpu_compat._tf_internals import distribute_lib
 from tpu_compat.runtime import hooks
 from tpu_compat.runtime.adapter import MISSING, global_batch_size
 

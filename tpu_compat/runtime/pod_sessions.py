@@ -23,8 +23,7 @@ config, leaving the program's ConfigProto untouched. Any other cluster_def is
 passed on as given.
 """
 
-from tensorflow.python.client import session as session_lib
-
+from tpu_compat._tf_internals import client_session as session_lib
 from tpu_compat.pod import session as pod_session
 
 __all__ = ["route_pod_sessions", "without_booted_cluster"]

@@ -18,10 +18,8 @@ emulated cores, and the system calls return the emulated topology.
 import threading
 
 import tensorflow as tf
-from tensorflow.python.distribute.cluster_resolver.tpu import (
-    tpu_cluster_resolver as native_resolver_lib)
-from tensorflow.python.tpu import tpu_system_metadata as metadata_lib
 
+from tpu_compat._tf_internals import device_util, metadata_lib, native_resolver_lib, ops
 from tpu_compat.pod import session as pod_session
 from tpu_compat.runtime import backend as backend_lib
 from tpu_compat.runtime import topology as topology_lib
@@ -237,8 +235,6 @@ def _enter_pod_master_device(cluster_spec_or_resolver):
     if (pod is None or not isinstance(cluster_spec_or_resolver, TPUClusterResolver)
             or not tf.executing_eagerly()):
         return
-    from tensorflow.python.distribute import device_util  # pylint: disable=import-outside-toplevel
-    from tensorflow.python.framework import ops  # pylint: disable=import-outside-toplevel
     master_device = device_util.canonicalize("/job:worker/replica:0/task:0")
     current = device_util.current()
     if current and device_util.canonicalize(current) != master_device:

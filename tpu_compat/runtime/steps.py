@@ -13,7 +13,8 @@ import threading
 import weakref
 
 import tensorflow as tf
-from tensorflow.python.distribute import input_lib
+
+from tpu_compat._tf_internals import input_lib
 
 __all__ = ["run_steps_on_iterator"]
 

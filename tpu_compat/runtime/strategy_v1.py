@@ -13,11 +13,9 @@ emulated TPU, ``MirroredStrategyV1`` over the emulated cores.
 import numbers
 
 import tensorflow as tf
-from tensorflow.python.distribute import distribute_lib
-from tensorflow.python.distribute import distribute_utils
-from tensorflow.python.distribute import mirrored_strategy
-from tensorflow.python.distribute import tpu_strategy
 
+from tpu_compat._tf_internals import (
+    distribute_lib, distribute_utils, mirrored_strategy, tpu_strategy)
 from tpu_compat.runtime import backend as backend_lib
 from tpu_compat.runtime import emulated
 from tpu_compat.runtime import hooks

@@ -11,10 +11,8 @@ TensorFlow later removed (``experimental_run_v2``, ``reduce`` without ``axis``,
 """
 
 import numpy as np
-from tensorflow.python.distribute import distribute_lib
-from tensorflow.python.distribute import mirrored_strategy
-from tensorflow.python.distribute import tpu_strategy
 
+from tpu_compat._tf_internals import distribute_lib, mirrored_strategy, tpu_strategy
 from tpu_compat.runtime import backend as backend_lib
 from tpu_compat.runtime import emulated
 from tpu_compat.runtime import hooks

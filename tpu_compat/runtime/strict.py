@@ -25,11 +25,9 @@ the warning filters as they change (e.g. inside ``warnings.catch_warnings``).
 import warnings
 
 import tensorflow as tf
-from tensorflow.python.distribute import distribute_lib
-from tensorflow.python.distribute import distribute_utils
-from tensorflow.python.distribute import tpu_strategy
 
 from tpu_compat import settings
+from tpu_compat._tf_internals import distribute_lib, distribute_utils, tpu_strategy
 from tpu_compat.deprecation import TPUCompatDeprecationWarning
 
 __all__ = [

@@ -12,7 +12,8 @@ and impossible requests fail with TensorFlow's own ``DeviceAssignment`` errors.
 import itertools
 
 import numpy as np
-from tensorflow.python.tpu import topology as topology_lib
+
+from tpu_compat._tf_internals import topology_lib
 
 __all__ = ["mesh_shape_for", "emulated_topology"]
 

@@ -68,7 +68,7 @@ def check_cross_shard_optimizer(before, num_replicas):
     then keeps replica 0's variables after each loop), False when the
     gradients were summed. Raises the TF 1.15 error for a TF 1.x program.
     """
-    from tpu_compat.estimator.estimator import program_control_flow_v2  # pylint: disable=import-outside-toplevel
+    from tpu_compat.estimator.graphs import program_control_flow_v2  # pylint: disable=import-outside-toplevel
     from tpu_compat.runtime import backend as backend_lib  # pylint: disable=import-outside-toplevel
     if not backend_lib.get_backend().emulated or cross_replica_sums() != before:
         return False

@@ -1,0 +1,295 @@
+"""The package's shape, read from its source (no TensorFlow): no import circles, no
+reaching into another package's private names, no module that grew past 400 lines.
+
+docs/architecture.md ("Imports between modules") documents the exceptions each
+test allows, with their reasons; a new exception goes there and here together.
+"""
+
+import ast
+import functools
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE = os.path.join(ROOT, "tpu_compat")
+ARCHITECTURE = os.path.join(ROOT, "docs", "architecture.md")
+
+# tpu_compat-wide internals: private top-level modules that every part of the
+# package may import (docs/architecture.md says what each is for).
+SHARED_INTERNALS = {
+    "tpu_compat._atomic", "tpu_compat._callsite", "tpu_compat._config", "tpu_compat._lazy",
+    "tpu_compat._process", "tpu_compat._tf_internals", "tpu_compat._version",
+}
+# Private modules shared by two modules only: (importer, imported).
+PRIVATE_PAIRS = {("tpu_compat.pytest_plugin", "tpu_compat._pytest_child")}
+# Circles through imports inside functions (none at import time): each pair.
+FUNCTION_LEVEL_CIRCLES = {frozenset({"tpu_compat.pytest_plugin", "tpu_compat._pytest_child"})}
+# The only modules allowed over MAX_LINES: the legacy table's records (data)
+# and the scanner's analysis.
+MAX_LINES = 400
+LONG_MODULES = {"tpu_compat.legacy.records", "tpu_compat.migrate.analysis"}
+
+
+def _modules():
+    found = {}
+    for folder, _, names in os.walk(PACKAGE):
+        for name in names:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                dotted = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+                found[dotted.removesuffix(".__init__")] = path
+    return found
+
+
+MODULES = _modules()
+
+
+@functools.lru_cache(maxsize=None)
+def _tree(module):
+    with open(MODULES[module], encoding="utf-8") as source:
+        return ast.parse(source.read(), MODULES[module])
+
+
+def _is_package(module):
+    return MODULES[module].endswith("__init__.py")
+
+
+def _area(module):
+    """The package a module belongs to: ``tpu_compat.X`` for a module below the
+    subpackage X (its subpackages included), the module itself at the top."""
+    parts = module.split(".")
+    top = ".".join(parts[:2])
+    return top if top in MODULES and _is_package(top) else module
+
+
+def _import_nodes(tree, in_functions):
+    """The import statements run when the module is imported (module and class
+    bodies, under if/try/with), plus those in functions when ``in_functions``."""
+    found = []
+
+    def visit(statements):
+        for node in statements:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.append(node)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if in_functions:
+                    visit(node.body)
+            else:
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    visit(getattr(node, field, None) or [])
+
+    visit(tree.body)
+    return found
+
+
+def _from_module(module, node):
+    """The module a ``from ... import`` statement in ``module`` imports from."""
+    if not node.level:
+        return node.module
+    base = module.split(".") if _is_package(module) else module.split(".")[:-1]
+    base = base[:len(base) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+@functools.lru_cache(maxsize=None)
+def _imports(module, in_functions=False):
+    """``(target module, imported name or None, line)`` for each tpu_compat import."""
+    tree = _tree(module)
+    found = []
+    for node in _import_nodes(tree, in_functions):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, None, node.lineno) for alias in node.names
+                      if alias.name.partition(".")[0] == "tpu_compat"]
+            continue
+        source_module = _from_module(module, node)
+        if source_module.partition(".")[0] != "tpu_compat":
+            continue
+        for alias in node.names:
+            submodule = f"{source_module}.{alias.name}"
+            if submodule in MODULES:  # `from tpu_compat.pod import config`: the submodule
+                found.append((submodule, None, node.lineno))
+            else:
+                found.append((source_module, alias.name, node.lineno))
+    return found
+
+
+def _graph(in_functions):
+    return {module: {target for target, _, _ in _imports(module, in_functions)
+                     if target != module and target in MODULES}
+            for module in MODULES}
+
+
+def _circles(graph):
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, circles = {}, {}, [], set(), []
+
+    def connect(module):
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for target in sorted(graph[module]):
+            if target not in index:
+                connect(target)
+                low[module] = min(low[module], low[target])
+            elif target in on_stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                circles.append(frozenset(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            connect(module)
+    return circles
+
+
+def _private_parts(target, name):
+    parts = target.split(".")[1:] + ([name] if name else [])
+    return [part for part in parts if part.startswith("_") and not part.startswith("__")]
+
+
+def _allowed_private(importer, target):
+    return (target in SHARED_INTERNALS or (importer, target) in PRIVATE_PAIRS
+            or _area(importer) == _area(target))
+
+
+def _private_imports(module):
+    return [f"{module}:{line} imports {target}{':' + name if name else ''}"
+            for target, name, line in _imports(module, in_functions=True)
+            if _private_parts(target, name) and not _allowed_private(module, target)]
+
+
+def _private_attribute_reads(module):
+    """``alias._name`` where ``alias`` is a tpu_compat module of another package."""
+    tree = _tree(module)
+    bound = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound.update((alias.asname, alias.name) for alias in node.names
+                         if alias.asname and alias.name in MODULES)
+        elif isinstance(node, ast.ImportFrom):
+            source_module = _from_module(module, node)
+            bound.update((alias.asname or alias.name, f"{source_module}.{alias.name}")
+                         for alias in node.names if f"{source_module}.{alias.name}" in MODULES)
+    return [f"{module}:{node.lineno} reads {bound[node.value.id]}.{node.attr}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id in bound and node.attr.startswith("_") and not node.attr.startswith("__")
+            and not _allowed_private(module, bound[node.value.id])]
+
+
+def test_the_graph_sees_the_package():
+    graph = _graph(in_functions=False)
+    assert len(MODULES) > 100
+    assert "tpu_compat.runtime.hooks" in graph["tpu_compat.contrib"]
+    # relative and `from package import module` imports resolve to the module
+    assert "tpu_compat.estimator.graphs" in graph["tpu_compat.estimator.estimator"]
+    assert "tpu_compat.runtime.keras_compile" in graph["tpu_compat.runtime.keras"]
+
+
+def test_the_circle_finder_finds_a_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _circles(graph) == [frozenset({"a", "b", "c"})]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circles_at_import_time():
+    assert _circles(_graph(in_functions=False)) == []
+
+
+def test_import_circles_through_functions_are_the_documented_ones():
+    assert set(_circles(_graph(in_functions=True))) <= FUNCTION_LEVEL_CIRCLES
+
+
+def test_no_module_imports_another_packages_private_names():
+    found = [line for module in sorted(MODULES) for line in _private_imports(module)]
+    assert found == []
+
+
+def test_no_module_reads_another_packages_private_names():
+    found = [line for module in sorted(MODULES) for line in _private_attribute_reads(module)]
+    assert found == []
+
+
+def test_the_private_name_checks_see_a_reach_across():
+    # tpu_compat.estimator._inputs is the estimator package's own: another
+    # package importing it, or reading estimator_lib._inputs, is refused.
+    assert not _allowed_private("tpu_compat.runtime.keras", "tpu_compat.estimator._inputs")
+    assert _allowed_private("tpu_compat.estimator.tpu.spec", "tpu_compat.estimator._inputs")
+    assert _allowed_private("tpu_compat.runner", "tpu_compat._callsite")
+    assert _private_parts("tpu_compat.runtime.keras", "_patch_keras3") == ["_patch_keras3"]
+    assert _private_parts("tpu_compat.runtime.keras", "__all__") == []
+
+
+def test_modules_stay_under_400_lines():
+    long = {}
+    for module, path in MODULES.items():
+        with open(path, encoding="utf-8") as source:
+            count = sum(1 for _ in source)
+        if count > MAX_LINES:
+            long[module] = count
+    assert set(long) <= LONG_MODULES, (
+        f"over {MAX_LINES} lines: {long}; split by job (docs/architecture.md)")
+
+
+def _tensorflow_internal_imports(module):
+    return [f"{module}:{node.lineno}" for node in ast.walk(_tree(module))
+            if (isinstance(node, ast.ImportFrom) and not node.level
+                and node.module.startswith("tensorflow.python"))
+            or (isinstance(node, ast.Import) and any(
+                alias.name.startswith("tensorflow.python") for alias in node.names))]
+
+
+def test_runtime_and_lowlevel_import_tensorflow_internals_only_through_tf_internals():
+    runtime = [module for module in MODULES
+               if module.startswith(("tpu_compat.runtime.", "tpu_compat.lowlevel"))]
+    assert [line for module in sorted(runtime)
+            for line in _tensorflow_internal_imports(module)] == []
+    assert _tensorflow_internal_imports("tpu_compat._tf_internals")
+    assert "tpu_compat._tf_internals" in _graph(in_functions=False)["tpu_compat.runtime.emulated"]
+
+
+def test_each_tensorflow_internal_says_why():
+    # Each import (or group of adjacent imports) under a comment saying what
+    # runtime/ takes from it and which public API is missing.
+    with open(MODULES["tpu_compat._tf_internals"], encoding="utf-8") as source:
+        lines = source.read().splitlines()
+    bare = []
+    for node in _tree("tpu_compat._tf_internals").body:
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        above = node.lineno - 2
+        while above >= 0 and lines[above].startswith("from "):
+            above -= 1
+        if not lines[above].startswith("# ") or lines[above].startswith("# --"):
+            bare.append(lines[node.lineno - 1])
+    assert bare == []
+
+
+def test_import_tpu_compat_does_not_reach_tf_internals():
+    graph = _graph(in_functions=False)
+    reached, todo = set(), ["tpu_compat"]
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo.extend(graph[module])
+    assert "tpu_compat._tf_internals" not in reached
+
+
+@pytest.mark.parametrize("module", sorted(
+    SHARED_INTERNALS | {target for _, target in PRIVATE_PAIRS}
+    | {module for circle in FUNCTION_LEVEL_CIRCLES for module in circle}))
+def test_each_exception_is_documented(module):
+    with open(ARCHITECTURE, encoding="utf-8") as doc:
+        text = doc.read()
+    section = text[text.index("## Imports between modules"):]
+    assert module.removeprefix("tpu_compat.").replace(".", "/") in section

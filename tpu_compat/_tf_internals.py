@@ -1,0 +1,121 @@
+"""Every TensorFlow private module (``tensorflow.python...``) that runtime/ and lowlevel/ use.
+
+One place to look when a TensorFlow release moves or changes one: each entry
+says what runtime/ or lowlevel/ takes from it and why no public API serves. "Patched" means
+runtime/ replaces an attribute on TensorFlow's own module or class (recorded
+through the installation's changes and undone by ``uninstall()``), which only
+the defining module allows: the public name is the same object, so replacing
+it there would not reach TensorFlow's internal callers. "No public API" means
+none in TF 2.21's ``tf`` namespace. These imports run in every cell of the
+proven range, TF 2.16 to 2.21 (docs/tf_versions.md), whose runs install tpu_compat.
+
+Importing this module imports TensorFlow: only runtime/ and lowlevel/ modules
+import it (``import tpu_compat`` stays light). estimator/, patching/, pod/ and
+``_callsite`` still import their own (the next step of the same work).
+"""
+
+# pylint: disable=unused-import
+
+# -- tf.distribute's machinery ------------------------------------------------------
+# StrategyBase / StrategyExtendedV1: the base classes of every strategy, patched
+# (native_methods.py) and subclassed; no public name. Strategy, StrategyV1,
+# InputReplicationMode, RunOptions, get_strategy, has_strategy and
+# in_cross_replica_context are the objects tf.distribute (and tf.compat.v1.distribute)
+# export, read from here with the classes they go with; lowlevel/ reads
+# get_replica_context, has_strategy and in_cross_replica_context (tf.distribute's too).
+from tensorflow.python.distribute import distribute_lib
+# regroup and select_replica: how a strategy packs and unpacks per-replica values;
+# no public API.
+from tensorflow.python.distribute import distribute_utils
+# MirroredExtended: the emulated TPU's extended (emulated.py); no public name.
+# MirroredStrategy / MirroredStrategyV1: patched (devices.py) and mixed into the adapters.
+from tensorflow.python.distribute import mirrored_strategy
+# TPUStrategyV1/V2, TPUExtended and its run checks (validate_run_function,
+# _maybe_partial_apply_variables): the native TPU strategy adapters extend and
+# strict mode follows; public only as tf.distribute.TPUStrategy (V2), without its
+# extended's class or checks.
+from tensorflow.python.distribute import tpu_strategy
+# OneDeviceStrategy / OneDeviceStrategyV1: patched (devices.py); the classes
+# tf.distribute.OneDeviceStrategy and tf.compat.v1's name.
+from tensorflow.python.distribute import one_device_strategy
+# ReductionToOneDevice (public as tf.distribute.ReductionToOneDevice, the same class).
+from tensorflow.python.distribute import cross_device_ops as cross_device_ops_lib
+# canonicalize / current: device strings as strategies compare them; no public API.
+from tensorflow.python.distribute import device_util
+# SingleDevice: where a strategy puts numpy input (emulated.py); no public API.
+from tensorflow.python.distribute import numpy_dataset
+# MultiStepContext: the step context of TF 1.15's experimental_run_steps_on_iterator
+# (steps.py); no public API.
+from tensorflow.python.distribute import input_lib
+# TPUClusterResolver (subclassed), initialize/shutdown_tpu_system (wrapped) and
+# _LocalCloudTpuClient (resolver.py); the resolver is public as
+# tf.distribute.cluster_resolver.TPUClusterResolver, the local client is not.
+from tensorflow.python.distribute.cluster_resolver.tpu import (
+    tpu_cluster_resolver as native_resolver_lib)
+# compute_batch_size / replicate: tf.data's per-replica batch arithmetic (adapter.py);
+# no public API.
+from tensorflow.python.data.experimental.ops import distribute as tf_data_distribute
+
+# -- the TPU library ------------------------------------------------------------------
+# Topology: the emulated slice's (topology.py); public as tf.tpu.experimental.Topology.
+from tensorflow.python.tpu import topology as topology_lib
+# get_tpu_context: the replica count of a TF 1.x TPU step (emulated.py); no public API.
+from tensorflow.python.tpu import tpu_function
+# TPUSystemMetadata: what a resolver reports of the (emulated) TPU; no public name.
+from tensorflow.python.tpu import tpu_system_metadata as metadata_lib
+
+# -- graphs, devices, eager -----------------------------------------------------------
+# device / device_v2: patched (devices.py: tf.device and with ops.device); EagerTensor
+# (no public class); the others runtime/ and lowlevel/ read (get_default_graph,
+# inside_function, init_scope, name_scope, RegisterGradient, ...) have public twins.
+from tensorflow.python.framework import ops
+# list_logical_devices / list_physical_devices: patched (devices.py), the functions
+# tf.config exports; get_soft_device_placement is tf.config's.
+from tensorflow.python.framework import config as framework_config
+# DeviceSpec (emulated.py): public as tf.DeviceSpec, the same class.
+from tensorflow.python.framework import device as framework_device
+# dtypes: tf.string, tf.complex128 and tf.as_dtype, the same objects.
+from tensorflow.python.framework import dtypes
+# get_registered_kernels_for_op: which dtypes a TPU kernel takes (fidelity.py); no public API.
+from tensorflow.python.framework import kernels
+# context / eager_mode: the host's address space for a kernel query (fidelity.py); no public API.
+from tensorflow.python.eager import context as eager_context
+# Function: the class of tf.function's result (isinstance, its jit_compile flag); no
+# public class.
+from tensorflow.python.eager import def_function
+# BaseSession.__init__: patched (pod_sessions.py) so TF 1.15's Session(master) reaches the pod.
+from tensorflow.python.client import session as client_session
+# CONVERSION_RULES / DoNotConvert: autograph's module-level rules (autograph_rules.py);
+# public only as the per-function tf.autograph.experimental.do_not_convert.
+from tensorflow.python.autograph.core import config as autograph_config
+
+# -- ops patched for oneDNN's empty batches (empty_batches.py) -----------------------
+# gen_nn_ops' wrappers: patched; array_ops / math_ops: the concat, shape, zeros,
+# cast and equal the patched wrappers call (tf's public functions wrap these).
+from tensorflow.python.ops import array_ops
+from tensorflow.python.ops import gen_nn_ops
+from tensorflow.python.ops import math_ops
+# IsMklEnabled: whether oneDNN kernels run; no public API.
+from tensorflow.python.util import _pywrap_util_port as pywrap_util_port
+
+# -- for lowlevel/ (tf.compat.v1.tpu) ------------------------------------------------
+# DistributedValues / DistributedVariable / PerReplica: isinstance checks of what a
+# replicated step takes and returns; PerReplica and DistributedVariable have no public class.
+from tensorflow.python.distribute import values as values_lib
+# TF's own tf.compat.v1.tpu functions (the real-TPU path, lowlevel/native.py), captured
+# from their defining modules because install() routes the public names to
+# tpu_compat's: replicate, rewrite, shard, batch_parallel, initialize_system (tpu);
+# core (tpu_name_util); outside_compilation (tpu_replication); bfloat16_scope
+# (bfloat16); cross_replica_sum and the infeed/outfeed ops (tpu_ops); CrossShardOptimizer
+# (tpu_optimizer); repeat and while_loop (training_loop: no tf.compat.v1.tpu name).
+from tensorflow.python.tpu import bfloat16 as native_bfloat16
+from tensorflow.python.tpu import tpu as native_tpu
+from tensorflow.python.tpu import tpu_name_util
+from tensorflow.python.tpu import tpu_optimizer
+from tensorflow.python.tpu import tpu_replication
+from tensorflow.python.tpu import training_loop
+from tensorflow.python.tpu.ops import tpu_ops
+# Reduction and Optimizer: tf.compat.v1.losses.Reduction and tf.compat.v1.train.Optimizer,
+# the same classes, read beside CrossShardOptimizer's module.
+from tensorflow.python.ops.losses import losses
+from tensorflow.python.training import optimizer as optimizer_lib
