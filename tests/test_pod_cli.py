@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from conftest import assert_one_error_line, run_cli
-from tpu_compat import _config, _pytest_child, pytest_plugin, runner, settings
+from tpu_compat import _config, _pytest_child, pytest_marker, runner, settings
 from tpu_compat.commands import doctor
 from tpu_compat.pod import config as pod_config
 from tpu_compat.pod import errors as pod_errors
@@ -162,8 +162,8 @@ def test_worker_subcommand_shares_the_workers_arguments():
     (pytest.mark.tpu_replicas(8, hosts=8), 8),
 ])
 def test_marker_hosts(marker, hosts):
-    counts = pytest_plugin._marker_counts(marker.mark, "test_x")
-    assert pytest_plugin._marker_hosts(marker.mark, counts, "test_x") == hosts
+    counts = pytest_marker.replica_counts(marker.mark, "test_x")
+    assert pytest_marker.pod_hosts(marker.mark, counts, "test_x") == hosts
 
 
 @pytest.mark.parametrize("marker,message", [
@@ -175,9 +175,9 @@ def test_marker_hosts(marker, hosts):
     (pytest.mark.tpu_replicas(8, host=2), "takes replica counts and hosts=H, not host="),
 ])
 def test_bad_marker_hosts_name_the_argument_and_allowed_values(marker, message):
-    counts = pytest_plugin._marker_counts(marker.mark, "test_x")
+    counts = pytest_marker.replica_counts(marker.mark, "test_x")
     with pytest.raises(ValueError) as error:
-        pytest_plugin._marker_hosts(marker.mark, counts, "test_x")
+        pytest_marker.pod_hosts(marker.mark, counts, "test_x")
     assert message in str(error.value)
 
 

@@ -95,6 +95,10 @@ from tensorflow.python.autograph.core import config as autograph_config
 from tensorflow.python.ops import array_ops
 from tensorflow.python.ops import gen_nn_ops
 from tensorflow.python.ops import math_ops
+# custom_gradient: numerics.py's bfloat16 rounding passes its gradient through
+# unchanged; the decorator is public as tf.custom_gradient, read here beside
+# the other ops modules numerics.py takes.
+from tensorflow.python.ops import custom_gradient
 # IsMklEnabled: whether oneDNN kernels run; no public API.
 from tensorflow.python.util import _pywrap_util_port as pywrap_util_port
 

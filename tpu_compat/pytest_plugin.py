@@ -39,13 +39,13 @@ import warnings
 
 import pytest
 
-from tpu_compat import _config, _pytest_child, deprecation, settings, tf_support
+from tpu_compat import _config, _pytest_child, deprecation, pytest_marker, settings, tf_support
 from tpu_compat.deprecation import TPUCompatDeprecationWarning
 
-MARKER = "tpu_replicas"
+MARKER = pytest_marker.MARKER
 # The fixture the marker parametrizes (indirectly). It is autouse so that it is
 # in every test's fixture closure, which pytest requires of a parameter name.
-_REPLICAS_PARAM = "_tpu_compat_replicas"
+_REPLICAS_PARAM = pytest_marker.REPLICAS_PARAM
 _CATEGORY_PATH = "tpu_compat.TPUCompatDeprecationWarning"
 # The settings the plugin resolves when pytest starts (the others are read by
 # tpu_compat.install() and the fixtures, as in any program).
@@ -226,62 +226,22 @@ def _layout(config):
     return config.stash[_LAYOUT_KEY]
 
 
-# -- the tpu_replicas marker ----------------------------------------------------------------
-
-
-def _marker_counts(marker, test_name):
-    counts = list(marker.args)
-    if not counts or any(isinstance(n, bool) or not isinstance(n, int) or n < 1
-                         for n in counts):
-        raise ValueError(
-            f"{test_name}: @pytest.mark.{MARKER} takes one or more positive int "
-            f"replica counts, got {MARKER}{tuple(counts)!r}")
-    if len(set(counts)) != len(counts):
-        raise ValueError(f"{test_name}: @pytest.mark.{MARKER}{tuple(counts)!r} "
-                         f"repeats a replica count")
-    return counts
-
-
-def _marker_hosts(marker, counts, test_name):
-    """The marker's ``hosts=`` (None when not given), checked against the counts."""
-    unknown = sorted(set(marker.kwargs) - {"hosts"})
-    if unknown:
-        raise ValueError(f"{test_name}: @pytest.mark.{MARKER} takes replica counts "
-                         f"and hosts=H, not {', '.join(unknown)}=")
-    hosts = marker.kwargs.get("hosts")
-    if hosts is None:
-        return None
-    # Every host of a pod slice has the same number of cores.
-    allowed = [h for h in range(1, min(counts) + 1) if all(n % h == 0 for n in counts)]
-    if isinstance(hosts, bool) or not isinstance(hosts, int) or hosts not in allowed:
-        raise ValueError(
-            f"{test_name}: @pytest.mark.{MARKER}(..., hosts={hosts!r}) is not valid: "
-            f"hosts must be an int that divides every replica count "
-            f"{tuple(counts)}; allowed values: {', '.join(map(str, allowed))}")
-    return hosts
+# -- the tpu_replicas marker (its arguments: pytest_marker.py) -------------------------------
 
 
 def pytest_generate_tests(metafunc):
     marker = metafunc.definition.get_closest_marker(MARKER)
     if marker is None:
         return
-    counts = _marker_counts(marker, metafunc.definition.nodeid)
-    hosts = _marker_hosts(marker, counts, metafunc.definition.nodeid)
+    counts = pytest_marker.replica_counts(marker, metafunc.definition.nodeid)
+    hosts = pytest_marker.pod_hosts(marker, counts, metafunc.definition.nodeid)
     suffix = f",hosts={hosts}" if hosts is not None else ""
     metafunc.parametrize(_REPLICAS_PARAM, counts, indirect=True,
                          ids=[f"replicas={n}{suffix}" for n in counts])
 
 
-def marked_replicas(item):
-    """The replica count ``item`` was generated for by the marker, or None."""
-    callspec = getattr(item, "callspec", None)
-    return callspec.params.get(_REPLICAS_PARAM) if callspec else None
-
-
-def marked_hosts(item):
-    """The pod hosts the marker asks for (``hosts=``), or None."""
-    marker = item.get_closest_marker(MARKER)
-    return marker.kwargs.get("hosts") if marker is not None else None
+marked_replicas = pytest_marker.marked_replicas
+marked_hosts = pytest_marker.marked_hosts
 
 
 def _needs_tensorflow(item):

@@ -9,12 +9,12 @@ with the messages kept here. :mod:`tpu_compat.runtime.keras_tpu_model` applies t
 
 import tensorflow as tf
 
-__all__ = ["DEFAULT_BATCH_SIZE", "check_divides", "check_numpy_batches", "first_array",
+__all__ = ["KERAS_FIT_BATCH_SIZE", "check_divides", "check_numpy_batches", "first_array",
            "global_batches", "validate_shapes"]
 
 # keras_support.py's _pipeline_fit: `if batch_size is None and steps_per_epoch is None:
 # batch_size = 32`.
-DEFAULT_BATCH_SIZE = 32
+KERAS_FIT_BATCH_SIZE = 32
 
 
 def validate_shapes(model):

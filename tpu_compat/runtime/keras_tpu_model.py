@@ -55,7 +55,7 @@ from tpu_compat.runtime import resolver as resolver_lib
 from tpu_compat.runtime.keras_tpu_clone import (
     clone_metrics, clone_optimizer, compile_arguments, program_keras)
 from tpu_compat.runtime.keras_tpu_inputs import (
-    DEFAULT_BATCH_SIZE, check_numpy_batches, first_array, global_batches, validate_shapes)
+    KERAS_FIT_BATCH_SIZE, check_numpy_batches, first_array, global_batches, validate_shapes)
 
 __all__ = ["KerasTPUModel", "TPUDistributionStrategy", "keras_to_tpu_model", "tpu_model"]
 
@@ -210,7 +210,7 @@ class KerasTPUModel:
             batch_size = None
         else:
             if batch_size is None and steps_per_epoch is None:
-                batch_size = DEFAULT_BATCH_SIZE
+                batch_size = KERAS_FIT_BATCH_SIZE
             if validation_split and 0. < validation_split < 1. and validation_data is None:
                 # keras_support.py's _prepare_validation_data: the last fraction of
                 # the arrays, unshuffled.
@@ -257,7 +257,7 @@ class KerasTPUModel:
             x = global_batches(x, cores, "x")
         else:
             if batch_size is None and steps is None:
-                batch_size = DEFAULT_BATCH_SIZE
+                batch_size = KERAS_FIT_BATCH_SIZE
             if batch_size is not None:
                 check_numpy_batches(len(first_array(x)), batch_size, cores)
         return self._tpu_model.evaluate(x, y, batch_size=batch_size, verbose=verbose,
@@ -267,7 +267,7 @@ class KerasTPUModel:
         """``predict`` of arrays in global batches that split across the cores."""
         cores = self._num_cores
         if batch_size is None and steps is None:
-            batch_size = DEFAULT_BATCH_SIZE
+            batch_size = KERAS_FIT_BATCH_SIZE
         if batch_size is not None and not callable(x):
             check_numpy_batches(len(first_array(x)), batch_size, cores)
         return self._tpu_model.predict(x, batch_size=batch_size, verbose=verbose,

@@ -38,12 +38,12 @@ import inspect
 import threading
 from typing import Tuple
 
-from tensorflow.python.distribute import distribute_lib
-from tensorflow.python.framework import config as tf_config
-from tensorflow.python.framework import dtypes
-from tensorflow.python.framework import ops
-from tensorflow.python.ops import custom_gradient
-from tensorflow.python.ops import math_ops
+from tpu_compat._tf_internals import custom_gradient
+from tpu_compat._tf_internals import distribute_lib
+from tpu_compat._tf_internals import dtypes
+from tpu_compat._tf_internals import framework_config as tf_config
+from tpu_compat._tf_internals import math_ops
+from tpu_compat._tf_internals import ops
 
 from tpu_compat import settings
 from tpu_compat.runtime import emulated
