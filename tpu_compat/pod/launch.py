@@ -224,7 +224,8 @@ def stop_workers(grace=0.0):
 
 
 def worker_name(task, address):
-    """``worker T (ADDRESS, pid P)`` for a worker this process started, else ``worker T (ADDRESS)``."""
+    """``worker T (ADDRESS, pid P)`` for a worker this process started, else
+    ``worker T (ADDRESS)``."""
     with _workers_lock:
         pids = [process.pid for t, a, process, _ in _workers if (t, a) == (task, address)]
     return f"worker {task} ({address}" + (f", pid {pids[0]})" if pids else ")")
