@@ -314,6 +314,7 @@ def test_stopped_worker_is_named_within_the_pod_timeout(tmp_path):
     chief_pid = chief.process.pid
     assert sorted(os.listdir(kept)) == [f"chief-{chief_pid}.log", f"worker0-{chief_pid}.log",
                                         f"worker1-{chief_pid}.log"]
+    assert "grpc" in (kept / f"chief-{chief_pid}.log").read_text(errors="replace").lower()
 
 
 @pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, -signal.SIGTERM)],
