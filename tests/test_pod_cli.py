@@ -10,13 +10,14 @@ import io
 import json
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
 
 import pytest
 
-from conftest import assert_one_error_line, run_cli
+from conftest import assert_one_error_line, run_cli, subprocess_env
 from tpu_compat import _config, _pytest_child, pytest_plugin, runner, settings
 from tpu_compat.commands import doctor
 from tpu_compat.pod import config as pod_config
@@ -290,3 +291,54 @@ def test_health_check_tells_a_silent_server_from_an_answering_one(reply, why):
         assert launch.silent(server.address, 0.3) == why
     # Nothing listens there any more.
     assert launch.silent(server.address, 0.3).startswith("not reachable: ")
+
+
+@pytest.mark.parametrize("timeout,timing", [("60", (5.0, 1.0)), ("4", (2.0, 1.0)),
+                                            ("2", (1.0, 0.5))])
+def test_heartbeat_reports_within_the_pod_timeout(monkeypatch, timeout, timing):
+    monkeypatch.setenv("TPU_COMPAT_POD_TIMEOUT", timeout)
+    assert pod_faults._heartbeat_timing() == timing  # pylint: disable=protected-access
+    # The check's deadline plus one period, well within the timeout.
+    assert sum(timing) <= 0.75 * float(timeout)
+
+
+def test_at_exit_workers_that_no_longer_answer_are_stopped_first(monkeypatch):
+    """TensorFlow's shutdown would wait forever on a stopped worker: all are stopped before it."""
+    from tpu_compat.pod import launch, logs  # pylint: disable=import-outside-toplevel
+    calls = []
+    pod = pod_session.Pod(("localhost:1", "localhost:2"), (), spawned=True)
+    monkeypatch.setattr(pod_faults, "_watched", pod)
+    monkeypatch.setattr(pod_faults, "_exiting", threading.Event())
+    monkeypatch.setattr(pod_faults, "_heartbeats", [])
+    monkeypatch.setattr(launch, "worker_pids", lambda: [11, 12])
+    monkeypatch.setattr(launch, "stop_workers", lambda grace=0.0: calls.append("stop"))
+    monkeypatch.setattr(logs, "quiet_native_stderr", lambda: calls.append("quiet"))
+    answers = {"localhost:1": None, "localhost:2": None}
+    monkeypatch.setattr(launch, "silent", lambda address, deadline: answers[address])
+    pod_faults.program_exiting()
+    assert calls == []  # every worker answers: TensorFlow shuts down with them
+    answers["localhost:2"] = "no answer to a health check within 5 s"
+    pod_faults.program_exiting()
+    assert calls == ["quiet", "stop"]
+
+
+_QUIET = """
+import os, signal, sys
+from tpu_compat.pod import faults, logs
+handler = lambda signum, frame: None
+signal.signal(signal.SIGTERM, handler)
+watch = faults._InterruptWatch.install()
+print("own SIGTERM handler kept:", signal.getsignal(signal.SIGTERM) is handler
+      and watch.term_handler is None and watch.handler is not None, file=sys.stderr)
+logs.quiet_native_stderr()
+os.write(2, b"a C++ log line\\n")
+print("the program's own line", file=sys.stderr)
+"""
+
+
+def test_after_a_fault_native_stderr_goes_to_the_log_and_python_output_stays():
+    result = subprocess.run([sys.executable, "-c", _QUIET], capture_output=True, text=True,
+                            env=subprocess_env(), timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ("own SIGTERM handler kept: True\n"
+                             "the program's own line\n")
