@@ -134,8 +134,10 @@ def _lost_worker(pod):
     for heartbeat in _heartbeats:
         if heartbeat.silence is None:
             continue
-        # A worker that died stops answering too; its exit says more.
-        settle = time.monotonic() + (_EXIT_SETTLE_SECONDS if pod.spawned else 0)
+        # A worker that died stops answering too (its port is closed): its exit
+        # says more. One that did not answer in time is alive (stopped, wedged).
+        died = not heartbeat.silence.startswith(launch.NO_ANSWER)
+        settle = time.monotonic() + (_EXIT_SETTLE_SECONDS if pod.spawned and died else 0)
         while time.monotonic() < settle:
             exited = launch.exited_worker()
             if exited is not None:

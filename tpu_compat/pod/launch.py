@@ -250,6 +250,8 @@ def exited_worker():
 # the connection, but nothing answers.
 _HTTP2_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes((0, 0, 0, 4, 0, 0, 0, 0, 0))
 _HTTP2_SETTINGS = 4
+# How silent() begins when the server was there but did not answer in time.
+NO_ANSWER = "no answer to a health check"
 _FRAME_HEADER_BYTES = 9
 
 
@@ -269,7 +271,7 @@ def silent(address, deadline):
                     return "it closed the health check's connection"
                 header += chunk
     except socket.timeout:
-        return f"no answer to a health check within {deadline:g} s"
+        return f"{NO_ANSWER} within {deadline:g} s"
     except (OSError, ValueError) as error:
         return f"not reachable: {error}"
     if header[3] != _HTTP2_SETTINGS:
