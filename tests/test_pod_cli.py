@@ -8,12 +8,16 @@ handling of pod errors. The multi-process faults are in test_pod_faults.py.
 
 import io
 import json
+import os
 import socket
+import subprocess
 import sys
+import tempfile
+import threading
 
 import pytest
 
-from conftest import assert_one_error_line, run_cli
+from conftest import assert_one_error_line, run_cli, subprocess_env
 from tpu_compat import _config, _pytest_child, pytest_marker, runner, settings
 from tpu_compat.commands import doctor
 from tpu_compat.pod import config as pod_config
@@ -51,6 +55,9 @@ def test_hosts_flag_sets_the_variable():
      "TPU_COMPAT_POD_PORT='70000' is not valid; expected a port number from 1 to 65535"),
     ({}, {"TPU_COMPAT_POD_PORT": "http"},
      "TPU_COMPAT_POD_PORT='http' is not valid; expected a positive integer"),
+    ({}, {"TPU_COMPAT_POD_LOGS": "/dev/null"},
+     "TPU_COMPAT_POD_LOGS='/dev/null' is not valid; expected a directory, or a path whose "
+     "parent directory exists"),
     ({"hosts": "4"}, {"TPU_COMPAT_POD_PORT": "65534"},
      "TPU_COMPAT_POD_PORT=65534 is not valid for 4 hosts (ports 65534 to 65537); "
      "expected a port number from 1 to 65532"),
@@ -227,3 +234,111 @@ def test_pod_errors_are_tpu_compats_own_and_printed_once(monkeypatch):
 def test_without_a_pod_errors_are_the_programs_own():
     assert pod_session.current_pod() is None
     assert pod_faults.failure_behind(RuntimeError("the program's own")) is None
+
+
+# -- worker logs and the health check (no TensorFlow, no worker process) ---------------
+
+
+def test_worker_logs_leave_no_file_unless_a_folder_is_named(tmp_path, monkeypatch):
+    from tpu_compat.pod import logs  # pylint: disable=import-outside-toplevel
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    monkeypatch.delenv("TPU_COMPAT_POD_LOGS", raising=False)
+    with logs.worker_log(1) as log:
+        log.write(b"starting\ntpu-compat worker: error: port 9 is taken\n")
+        log.flush()
+        assert os.listdir(temporary) == []  # unlinked from the start: no path leaks it
+        assert logs.tail(log).endswith("port 9 is taken\n")
+    kept = tmp_path / "kept"  # made when first used
+    monkeypatch.setenv("TPU_COMPAT_POD_LOGS", str(kept))
+    with logs.worker_log(1) as log:
+        log.write(b"served\n")
+    assert (kept / f"worker1-{os.getpid()}.log").read_bytes() == b"served\n"
+
+
+class _Answering(threading.Thread):
+    """A server that answers each connection with ``reply``, once, or never (None)."""
+
+    def __init__(self, reply):
+        super().__init__(daemon=True)
+        self.sock = socket.socket()
+        self.sock.bind(("localhost", 0))
+        self.sock.listen(4)
+        self.address = f"localhost:{self.sock.getsockname()[1]}"
+        self.reply = reply
+
+    def run(self):
+        if self.reply is None:
+            return  # listening, never accepting: a stopped worker's kernel
+        connection, _ = self.sock.accept()
+        with connection:
+            connection.recv(64)
+            connection.sendall(self.reply)
+
+
+@pytest.mark.parametrize("reply,why", [
+    # An HTTP/2 SETTINGS frame header (RFC 7540 6.5): what a gRPC server sends.
+    (bytes((0, 0, 6, 4, 0, 0, 0, 0, 0)) + bytes(6), None),
+    (None, "no answer to a health check within 0.3 s"),
+    (b"HTTP/1.1 400 Bad Request\r\n", "its answer to a health check is not gRPC's"),
+])
+def test_health_check_tells_a_silent_server_from_an_answering_one(reply, why):
+    from tpu_compat.pod import launch  # pylint: disable=import-outside-toplevel
+    server = _Answering(reply)
+    server.start()
+    with server.sock:
+        assert launch.silent(server.address, 0.3) == why
+    # Nothing listens there any more.
+    assert launch.silent(server.address, 0.3).startswith("not reachable: ")
+
+
+@pytest.mark.parametrize("timeout,timing", [("60", (5.0, 1.0)), ("4", (2.0, 1.0)),
+                                            ("2", (1.0, 0.5))])
+def test_heartbeat_reports_within_the_pod_timeout(monkeypatch, timeout, timing):
+    monkeypatch.setenv("TPU_COMPAT_POD_TIMEOUT", timeout)
+    assert pod_faults._heartbeat_timing() == timing  # pylint: disable=protected-access
+    # The check's deadline plus one period, well within the timeout.
+    assert sum(timing) <= 0.75 * float(timeout)
+
+
+def test_at_exit_workers_that_no_longer_answer_are_stopped_first(monkeypatch):
+    """TensorFlow's shutdown would wait forever on a stopped worker: all are stopped before it."""
+    from tpu_compat.pod import launch, logs  # pylint: disable=import-outside-toplevel
+    calls = []
+    pod = pod_session.Pod(("localhost:1", "localhost:2"), (), spawned=True)
+    monkeypatch.setattr(pod_faults, "_watched", pod)
+    monkeypatch.setattr(pod_faults, "_exiting", threading.Event())
+    monkeypatch.setattr(pod_faults, "_heartbeats", [])
+    monkeypatch.setattr(launch, "worker_pids", lambda: [11, 12])
+    monkeypatch.setattr(launch, "stop_workers", lambda grace=0.0: calls.append("stop"))
+    monkeypatch.setattr(logs, "quiet_native_stderr", lambda: calls.append("quiet"))
+    answers = {"localhost:1": None, "localhost:2": None}
+    monkeypatch.setattr(launch, "silent", lambda address, deadline: answers[address])
+    pod_faults.program_exiting()
+    assert calls == []  # every worker answers: TensorFlow shuts down with them
+    answers["localhost:2"] = "no answer to a health check within 5 s"
+    pod_faults.program_exiting()
+    assert calls == ["quiet", "stop"]
+
+
+_QUIET = """
+import os, signal, sys
+from tpu_compat.pod import faults, logs
+handler = lambda signum, frame: None
+signal.signal(signal.SIGTERM, handler)
+watch = faults._InterruptWatch.install()
+print("own SIGTERM handler kept:", signal.getsignal(signal.SIGTERM) is handler
+      and watch.term_handler is None and watch.handler is not None, file=sys.stderr)
+logs.quiet_native_stderr()
+os.write(2, b"a C++ log line\\n")
+print("the program's own line", file=sys.stderr)
+"""
+
+
+def test_after_a_fault_native_stderr_goes_to_the_log_and_python_output_stays():
+    result = subprocess.run([sys.executable, "-c", _QUIET], capture_output=True, text=True,
+                            env=subprocess_env(), timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ("own SIGTERM handler kept: True\n"
+                             "the program's own line\n")

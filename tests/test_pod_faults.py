@@ -2,9 +2,11 @@
 
 Each test is one multi-process pod run (a chief under ``tpu-compat run`` and
 its worker processes): a worker that never comes up, a port that is taken
-(given, or picked and then lost), a worker killed mid-run, Ctrl-C during a
-long step, the chief killed, the two-machine TF_CONFIG recipe on loopback,
-and the pytest marker's ``hosts=`` end to end. The time bounds asserted are the documented ones
+(given, or picked and then lost), a worker killed or stopped (SIGSTOP)
+mid-run, Ctrl-C during a long step, Ctrl-C and SIGTERM while a worker is
+stopped, the chief killed while a worker is stopped, the two-machine
+TF_CONFIG recipe on loopback, and the pytest marker's ``hosts=`` end to end.
+The time bounds asserted are the documented ones
 (docs/pods.md, Faults) with a wide margin for a loaded CI machine.
 """
 
@@ -178,6 +180,36 @@ def _pids_in(message):
     return [int(pid) for pid in re.findall(r"pid (\d+)", message)]
 
 
+def _ports_of(pid):
+    """The loopback ports of a pod worker, from its command line."""
+    with open(f"/proc/{pid}/cmdline", "rb") as handle:
+        args = handle.read().decode().split("\0")
+    return [int(address.rsplit(":", 1)[1])
+            for address in args[args.index("--cluster") + 1].split(",")]
+
+
+def _port_free(port, within=30.0):
+    """Whether ``port`` can be listened on again (as a worker binds it) within ``within`` s."""
+    deadline = time.monotonic() + within
+    while True:
+        probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(("", port))
+            return True
+        except OSError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        finally:
+            probe.close()
+
+
+def _no_native_log(stderr):
+    """TensorFlow's C++ log lines about gRPC in the chief's stderr (after a fault: none)."""
+    return [line for line in stderr.splitlines() if "grpc" in line.lower()] == []
+
+
 def test_worker_that_never_comes_up_is_named_and_stopped(tmp_path):
     # A real cause: a worker needs seconds to import TensorFlow, more than the
     # 0.5 s this pod grants it.
@@ -248,9 +280,57 @@ def test_worker_killed_mid_run_is_named_within_bound_and_nothing_is_left():
                         f"was killed by signal 9 while the program was running; "
                         f"the pod is stopped")
     assert "Traceback" not in stderr and "UnavailableError" not in stderr
+    # gRPC's errors about the dead worker went to the pod's log, not here.
+    assert stderr.strip().splitlines()[-1] == lines[0] and _no_native_log(stderr)
     assert "finished: 1" not in "".join(chief.lines)
     assert len(workers) == 2 and all(process_gone(pid) for pid in workers)
     # Documented: ~1 s when the step fails at once; at most ~10.5 s (grace).
+    assert seconds < FAULT_BOUND, seconds
+
+
+def test_stopped_worker_is_named_within_the_pod_timeout(tmp_path):
+    """A stopped worker keeps its port open but answers nothing: the heartbeat says so."""
+    kept = tmp_path / "logs"
+    chief = _Chief("300", "0.5", env={"TPU_COMPAT_POD_LOGS": str(kept)})
+    chief.wait_for("step: 2")
+    workers = _worker_pids(chief.process.pid)
+    victim = _worker_pid(chief.process.pid, 1)
+    os.kill(victim, signal.SIGSTOP)
+    code, seconds = chief.finish()
+    stderr = chief.stderr()
+    assert code == 2, stderr[-3000:]
+    lines = [line for line in stderr.splitlines() if "tpu-compat" in line]
+    assert len(lines) == 1 and lines == stderr.strip().splitlines()[-1:], stderr[-3000:]
+    assert re.fullmatch(
+        rf"tpu-compat: error: emulated pod: worker 1 \(localhost:\d+, pid {victim}\) stopped "
+        r"answering \(no answer to a health check within 5 s\) while the program was "
+        r"running; the pod is stopped", lines[0]), lines[0]
+    assert "Traceback" not in stderr and _no_native_log(stderr)
+    assert len(workers) == 2 and all(process_gone(pid) for pid in workers)
+    # Documented: the 5 s health check + its 1 s period, within TPU_COMPAT_POD_TIMEOUT (60 s).
+    assert seconds < FAULT_BOUND, seconds
+    # TPU_COMPAT_POD_LOGS keeps the workers' logs, and what TensorFlow's C++ code
+    # of the chief wrote after the error line.
+    chief_pid = chief.process.pid
+    assert sorted(os.listdir(kept)) == [f"chief-{chief_pid}.log", f"worker0-{chief_pid}.log",
+                                        f"worker1-{chief_pid}.log"]
+    assert "grpc" in (kept / f"chief-{chief_pid}.log").read_text(errors="replace").lower()
+
+
+@pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, -signal.SIGTERM)],
+                         ids=["ctrl-c", "sigterm"])
+def test_interrupt_with_a_stopped_worker_ends_the_run_and_its_workers(signum, code):
+    chief = _Chief("300", "0.5")
+    chief.wait_for("step: 2")
+    workers = _worker_pids(chief.process.pid)
+    os.kill(_worker_pid(chief.process.pid, 1), signal.SIGSTOP)
+    chief.process.send_signal(signum)
+    returned, seconds = chief.finish()
+    stderr = chief.stderr()
+    assert returned == code, stderr[-3000:]
+    assert _no_native_log(stderr), stderr[-3000:]
+    assert len(workers) == 2 and all(process_gone(pid, within=5) for pid in workers)
+    # Documented: Ctrl-C 5 s grace + 1 s to stop the workers; SIGTERM at once.
     assert seconds < FAULT_BOUND, seconds
 
 
@@ -277,23 +357,31 @@ def test_ctrl_c_inside_a_long_step_ends_the_run_bounded_with_130(tmp_path):
     assert seconds < FAULT_BOUND, seconds
 
 
-def test_killed_chief_leaves_no_worker_behind():
+def test_killed_chief_leaves_no_worker_behind_even_a_stopped_one():
     chief = _Chief("120", "0.5")
     chief.wait_for("step: 1")
     workers = _worker_pids(chief.process.pid)
+    ports = _ports_of(workers[0])
+    # A stopped worker cannot read its stdin: the kernel's SIGKILL at its
+    # parent's death (PR_SET_PDEATHSIG) ends it.
+    os.kill(_worker_pid(chief.process.pid, 1), signal.SIGSTOP)
     chief.process.kill()
     chief.finish()
-    # Their stdin (a pipe from the chief) closes: each worker exits at once
-    # (documented: within 1 s; a loaded machine needs longer to end a process).
+    # Documented: within 1 s; a loaded machine needs longer to end a process.
     assert len(workers) == 2 and all(process_gone(pid, within=30) for pid in workers)
+    assert all(_port_free(port) for port in ports)
 
 
 pytest_plugins = ["pytester"]
 
 
-def test_marker_hosts_runs_the_test_on_a_pod_in_a_child(pytester, monkeypatch):
+def test_marker_hosts_runs_the_test_on_a_pod_in_a_child(pytester, monkeypatch, tmp_path):
     monkeypatch.setenv("PYTHONPATH", REPO_ROOT)
     monkeypatch.delenv("TPU_COMPAT_NUM_HOSTS", raising=False)
+    monkeypatch.delenv("TPU_COMPAT_POD_LOGS", raising=False)
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temporary))
     pytester.makepyfile(test_on_pod="""
         import os
         import pytest
@@ -309,6 +397,9 @@ def test_marker_hosts_runs_the_test_on_a_pod_in_a_child(pytester, monkeypatch):
                                            timeout=START_TIMEOUT)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*test_on_two_hosts?replicas=4,hosts=2? PASSED*"])
+    # A pod that ends well leaves no worker log behind either.
+    leftovers = [path for path in temporary.rglob("*") if "tpu-compat-worker" in path.name]
+    assert leftovers == []
 
 
 def _tf_config(addresses, kind, index):

@@ -1,7 +1,7 @@
 """The shape of tpu_compat/pod/ that docs/architecture.md promises.
 
 * its modules form layers: each imports only the pod modules above it
-  (config, errors, worker, launch, faults, session), at module level or in a
+  (config, errors, logs, worker, launch, faults, session), at module level or in a
   function, so there is no import circle through the pod;
 * ``TF_CONFIG`` is read (parsed) in pod/config.py only, and the three
   readers' schemas answer from it;
@@ -23,7 +23,7 @@ from conftest import REPO_ROOT, subprocess_env
 from tpu_compat.pod import config as pod_config
 
 PACKAGE = os.path.join(REPO_ROOT, "tpu_compat")
-POD_LAYERS = ("config", "errors", "worker", "launch", "faults", "session")
+POD_LAYERS = ("config", "errors", "logs", "worker", "launch", "faults", "session")
 
 
 def _module_name(path):

@@ -8,6 +8,8 @@ was given. Which variable, flag and default each setting has is the table's
 business, not this module's. Nothing here imports TensorFlow.
 """
 
+import os
+
 
 class ConfigError(ValueError):
     """A configuration value (variable, flag or argument) is not allowed."""
@@ -69,6 +71,18 @@ def port_number(name, value):
         raise ConfigError(f"{name}={value!r} is not valid; expected a port number "
                           f"from 1 to 65535")
     return port
+
+
+def directory(name, value):
+    """A directory: an existing one, or a path whose parent exists (made when used)."""
+    text = str(value).strip()
+    path = os.path.abspath(os.path.expanduser(text)) if text else ""
+    usable = os.path.isdir(path) or (
+        bool(path) and not os.path.exists(path) and os.path.isdir(os.path.dirname(path)))
+    if not usable:
+        raise ConfigError(f"{name}={value!r} is not valid; expected a directory, or a "
+                          f"path whose parent directory exists")
+    return path
 
 
 def any_text(name, value):

@@ -174,6 +174,14 @@ ROWS = (
                 "([pod slices](docs/pods.md))",
         show=_unset_as("free ports")),
     Setting(
+        "pod_logs", "TPU_COMPAT_POD_LOGS", _config.directory,
+        {RUN: None, LIBRARY: None},
+        values="a directory",
+        meaning="keep the pod workers' logs there (`worker<T>-<chief pid>.log`, and the "
+                "chief's TensorFlow log after a pod fault); unset, no log outlives the run "
+                "([pod slices](docs/pods.md#faults))",
+        show=_unset_as("not kept")),
+    Setting(
         "legacy_keras", "TF_USE_LEGACY_KERAS", _config.any_text,
         {RUN: _LEGACY_KERAS_FOR_RUN, LIBRARY: None},
         values="`1` / `0` (TensorFlow reads `1`, `true`, `True` as yes)",
@@ -219,6 +227,7 @@ NUMERICS_VAR = _BY_NAME["numerics"].variable
 SEED_VAR = _BY_NAME["seed"].variable
 POD_TIMEOUT_VAR = _BY_NAME["pod_timeout"].variable
 POD_PORT_VAR = _BY_NAME["pod_port"].variable
+POD_LOGS_VAR = _BY_NAME["pod_logs"].variable
 LEGACY_KERAS_VAR = _BY_NAME["legacy_keras"].variable
 ONEDNN_VAR = _BY_NAME["onednn"].variable
 MAX_FILE_BYTES_VAR = _BY_NAME["max_file_bytes"].variable

@@ -11,9 +11,11 @@ and the faults. One module per job, each importing only those above it:
 * :mod:`.config`  what the settings ask for: the one ``TF_CONFIG`` reader
   (chief, worker, Estimator), the host count; no TensorFlow, no processes.
 * :mod:`.errors`  :class:`~.errors.PodError` and the one line printed about it.
+* :mod:`.logs`    where the workers' logs go, and the chief's C++ log after a fault.
 * :mod:`.worker`  one host (``tpu-compat worker``, ``python -m tpu_compat.pod.worker``).
 * :mod:`.launch`  starting and stopping the worker processes this chief owns.
-* :mod:`.faults`  the monitor: a lost worker or a stuck Ctrl-C ends the program.
+* :mod:`.faults`  the monitor and the heartbeats: a lost or stopped worker, a
+  stuck Ctrl-C or SIGTERM ends the program and its workers.
 * :mod:`.session` the explicit start: launch (or find) the workers, connect
   the chief to them, start the monitor; :func:`~.session.current_pod`.
 

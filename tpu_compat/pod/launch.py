@@ -4,33 +4,38 @@ Each worker (:mod:`.worker`) runs in its own process group
 (:mod:`tpu_compat._process`), so stopping it kills whatever it started too,
 and a terminal's Ctrl-C reaches the chief only, which decides. Its standard
 input is a pipe from the chief: it exits when the chief is gone, however the
-chief ended. Workers started by hand (``TF_CONFIG``) are not ours: they are
-only checked for reachability here.
+chief ended; on Linux the kernel also SIGKILLs it then (``PR_SET_PDEATHSIG``),
+which ends a stopped worker too, one that cannot read its pipe. Its stderr is
+a log (:mod:`.logs`). Workers started by hand (``TF_CONFIG``) are not ours:
+they are only checked for reachability and health here (:func:`silent`).
 """
 
 import os
 import queue
+import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 from tpu_compat import _process, settings
+from tpu_compat.pod import logs
 from tpu_compat.pod import worker as worker_lib
 from tpu_compat.pod.errors import PodError
 
-__all__ = ["await_reachable", "exited_worker", "start_workers", "stop_workers",
-           "unreachable", "worker_pids"]
+__all__ = ["await_reachable", "exited_worker", "silent", "start_workers", "stop_workers",
+           "unreachable", "worker_name", "worker_pids"]
 
 POLL_SECONDS = 0.2
 _PORT_ATTEMPTS = 3
 # How long a killed worker may take to be reaped before its pipes are closed.
 _REAP_SECONDS = 10
+# How long a worker asked to stop (SIGCONT, SIGTERM) may take before SIGKILL.
+STOP_GRACE_SECONDS = 1.0
 
 _workers_lock = threading.RLock()
-_workers = []  # (task, address, Popen, log path) of the workers we started
+_workers = []  # (task, address, Popen, log file) of the workers we started
 
 
 def worker_pids():
@@ -52,12 +57,8 @@ def _free_ports(count):
             sock.close()
 
 
-def _tail(path, lines=5):
-    try:
-        with open(path, errors="replace") as log:
-            text = [line.rstrip() for line in log if line.strip()]
-    except OSError:
-        return ""
+def _tail(log, lines=5):
+    text = [line.rstrip() for line in logs.tail(log).splitlines() if line.strip()]
     errors = [line for line in text if line.startswith(worker_lib.ERROR_PREFIX)]
     return " | ".join(errors or text[-lines:])
 
@@ -77,17 +78,24 @@ def _worker_environment():
 
 
 def _spawn(task, addresses, cores):
-    log = tempfile.NamedTemporaryFile(prefix=f"tpu-compat-worker{task}-",
-                                      suffix=".log", delete=False)
+    log = logs.worker_log(task)
     command = [sys.executable, "-m", worker_lib.__name__,
                "--cluster", ",".join(addresses), "--task", str(task),
                "--cores", str(cores), "--exit-with-parent"]
+    # The kernel's parent-death signal follows the thread that started the
+    # child, not the process: asked for only when that thread lives as long as
+    # this process does.
+    if threading.current_thread() is threading.main_thread():
+        command.append("--kill-with-parent")
     # stdin is the pipe whose closing ends the worker.
-    process = _process.start_in_own_group(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-        env=_worker_environment())
-    log.close()
-    return process, log.name
+    try:
+        process = _process.start_in_own_group(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+            env=_worker_environment())
+    except BaseException:
+        log.close()
+        raise
+    return process, log
 
 
 def _await_ready(spawned, deadline):
@@ -147,10 +155,14 @@ def start_workers(hosts, cores, timeout, base_port):
                  else _free_ports(hosts))
         addresses = tuple(f"localhost:{port}" for port in ports)
         spawned = []
-        with _workers_lock:
-            for task in range(hosts):
-                spawned.append((task, addresses[task]) + _spawn(task, addresses, cores))
-                _workers.append(spawned[-1])
+        try:
+            with _workers_lock:
+                for task in range(hosts):
+                    spawned.append((task, addresses[task]) + _spawn(task, addresses, cores))
+                    _workers.append(spawned[-1])
+        except BaseException:
+            stop_workers()  # those already started; the log folder failed, say
+            raise
         failed = _await_ready(spawned, time.monotonic() + timeout)
         if not failed:
             return addresses
@@ -165,27 +177,58 @@ def start_workers(hosts, cores, timeout, base_port):
     raise AssertionError("unreachable")
 
 
-def stop_workers():
-    """Kills the workers this process started (each with its process group)."""
+def _signal_group(process, signum):
+    try:
+        os.killpg(process.pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_workers(grace=0.0):
+    """Ends the workers this process started (each with its process group) and reaps them.
+
+    With ``grace``, each is first continued (SIGCONT: a stopped worker could
+    not act on anything else) and asked to end (SIGTERM); whatever still runs
+    ``grace`` seconds later is killed (SIGKILL, which also ends a stopped
+    process). All are signalled before any is waited for, so one slow worker
+    does not hold back the others' end.
+    """
     with _workers_lock:
         workers = list(_workers)
         del _workers[:]
-    for _, _, process, log in workers:
+    running = [process for _, _, process, _ in workers if process.poll() is None]
+    if grace > 0 and running:
+        for process in running:
+            _signal_group(process, signal.SIGCONT)
+            _signal_group(process, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for process in running:
+            try:
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+    for process in running:
         if process.poll() is None:
             _process.kill_group(process)
+    deadline = time.monotonic() + _REAP_SECONDS
+    for _, _, process, log in workers:
         try:
-            process.wait(timeout=_REAP_SECONDS)
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             pass
-        for stream in (process.stdin, process.stdout):
+        for stream in (process.stdin, process.stdout, log):
             try:
                 stream.close()
             except (OSError, ValueError):
                 pass
-        try:
-            os.unlink(log)
-        except OSError:
-            pass
+
+
+def worker_name(task, address):
+    """``worker T (ADDRESS, pid P)`` for a worker this process started, else
+    ``worker T (ADDRESS)``."""
+    with _workers_lock:
+        pids = [process.pid for t, a, process, _ in _workers if (t, a) == (task, address)]
+    return f"worker {task} ({address}" + (f", pid {pids[0]})" if pids else ")")
 
 
 def exited_worker():
@@ -198,6 +241,41 @@ def exited_worker():
             how = (f"was killed by signal {-code}" if code < 0
                    else f"exited with code {code}")
             return f"worker {task} ({address}, pid {process.pid}) {how}"
+    return None
+
+
+# The HTTP/2 connection preface and an empty SETTINGS frame (RFC 7540, sections
+# 3.5 and 6.5): a worker's gRPC server answers them with a SETTINGS frame of its
+# own, from its own threads. A stopped or wedged worker's kernel still accepts
+# the connection, but nothing answers.
+_HTTP2_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes((0, 0, 0, 4, 0, 0, 0, 0, 0))
+_HTTP2_SETTINGS = 4
+# How silent() begins when the server was there but did not answer in time.
+NO_ANSWER = "no answer to a health check"
+_FRAME_HEADER_BYTES = 9
+
+
+def silent(address, deadline):
+    """Why the gRPC server at ``address`` did not answer a health check within
+    ``deadline`` seconds, or None when it did."""
+    host, port = address.rsplit(":", 1)
+    start = time.monotonic()
+    try:
+        with socket.create_connection((host, int(port)), timeout=deadline) as sock:
+            sock.sendall(_HTTP2_HELLO)
+            header = b""
+            while len(header) < _FRAME_HEADER_BYTES:
+                sock.settimeout(max(0.01, deadline - (time.monotonic() - start)))
+                chunk = sock.recv(_FRAME_HEADER_BYTES - len(header))
+                if not chunk:
+                    return "it closed the health check's connection"
+                header += chunk
+    except socket.timeout:
+        return f"{NO_ANSWER} within {deadline:g} s"
+    except (OSError, ValueError) as error:
+        return f"not reachable: {error}"
+    if header[3] != _HTTP2_SETTINGS:
+        return "its answer to a health check is not gRPC's"
     return None
 
 

@@ -14,11 +14,16 @@ H of them on loopback ports) or by hand on each machine of a real cluster
 
 and, with ``--exit-with-parent``, exits as soon as its standard input closes:
 the chief holds the other end, so a chief that dies for any reason (even
-SIGKILL) leaves no worker behind.
+SIGKILL) leaves no worker behind. A stopped worker (SIGSTOP) cannot read its
+pipe: with ``--kill-with-parent`` the kernel SIGKILLs it when the chief's
+thread that started it ends (Linux's ``PR_SET_PDEATHSIG``; SIGKILL ends a
+stopped process too).
 """
 
 import argparse
+import ctypes
 import os
+import signal
 import socket
 import sys
 import threading
@@ -55,6 +60,10 @@ def parser(**kwargs):
     parser.add_argument("--exit-with-parent", action="store_true",
                         help="exit when standard input closes (used by the "
                              "chief for the workers it starts)")
+    parser.add_argument("--kill-with-parent", action="store_true",
+                        help="Linux: be killed (SIGKILL) when the parent thread "
+                             "that started this worker ends, even while stopped "
+                             "(used by the chief for the workers it starts)")
     return parser
 
 
@@ -117,6 +126,22 @@ def _serve_until_stopped():
         os._exit(EXIT_INTERRUPTED)  # pylint: disable=protected-access
 
 
+# prctl's option that sets the signal sent when the parent ends
+# (linux/prctl.h; man 2 prctl).
+_PR_SET_PDEATHSIG = 1
+
+
+def _killed_with_parent():
+    """Asks the kernel for SIGKILL when the parent ends; whether it agreed."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return False
+    return prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+
+
 def _exit_when_stdin_closes():
     try:
         while sys.stdin.buffer.read(4096):
@@ -151,6 +176,10 @@ def serve(args):
     if ":" not in address or not address.rsplit(":", 1)[1].isdigit():
         _fail(EXIT_USAGE, f"worker {task}'s address {address!r} is not valid; "
                           f"expected host:port")
+    if args.kill_with_parent:
+        # Before the stdin watch: a chief that ended before this call closed
+        # the pipe, so the watch below still ends this worker.
+        _killed_with_parent()
     if args.exit_with_parent:
         threading.Thread(target=_exit_when_stdin_closes, daemon=True,
                          name="tpu-compat-exit-with-parent").start()
