@@ -28,9 +28,10 @@ def test_usage_errors_in_process(argv, message, capsys):
                  "tpu-compat run: error: cannot run 'missing_script.py': no such file",
                  marks=pytest.mark.requires_tf),
     (["run", "--replicas", "0", "x.py"], {},
-     "tpu-compat: error: --replicas='0' is not valid; expected a positive integer"),
+     "tpu-compat: error: --replicas='0' is not valid; expected an integer from 1 to 4096"),
     (["run", "x.py"], {"TPU_COMPAT_NUM_REPLICAS": "many"},
-     "tpu-compat: error: TPU_COMPAT_NUM_REPLICAS='many' is not valid; expected a positive integer"),
+     "tpu-compat: error: TPU_COMPAT_NUM_REPLICAS='many' is not valid; expected an integer "
+     "from 1 to 4096"),
     (["run", "x.py"], {"TPU_COMPAT_WARNINGS": "loud"},
      "tpu-compat: error: TPU_COMPAT_WARNINGS='loud' is not valid; allowed values: once, always, error, ignore"),
     (["run", "x.py"], {"TPU_COMPAT_STRICT": "maybe"},
