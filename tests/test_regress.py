@@ -120,6 +120,8 @@ def test_sidecar_patterns_ignore_and_files(tmp_path):
 @pytest.mark.parametrize("toml,message", [
     ("tf2 = true\n", "unknown key(s) tf2"),
     ("timeout = -1\n", "timeout must be positive"),
+    ("timeout = inf\n", "timeout must be at most 86400 seconds, got inf"),
+    ("timeout = 1e308\n", "timeout must be at most 86400 seconds"),
     ("args = 'x'\n", "args must be a list of strings"),
     ("[patterns]\nloss = 'loss \\\\S+'\n", "patterns.loss needs a group around the number"),
     ("[patterns]\nloss = '('\n", "patterns.loss is not a valid regex"),
