@@ -271,14 +271,11 @@ def _exit_by_sigint_if_interrupted():
 
 def _before_the_program():
     """What every run does before installing tpu_compat and running the program."""
-    if _exit_by_sigint_if_interrupted not in _registered:
-        # Registered before TensorFlow's and the program's exit handlers,
-        # so it runs after them all (atexit runs the last registered first).
-        atexit.register(_exit_by_sigint_if_interrupted)
-        _registered.append(_exit_by_sigint_if_interrupted)
-
-
-_registered = []
+    # Registered before TensorFlow's, the pod's and the program's exit
+    # handlers, so it runs after them all (atexit runs the last registered
+    # first); unregistered first, so it is there once.
+    atexit.unregister(_exit_by_sigint_if_interrupted)
+    atexit.register(_exit_by_sigint_if_interrupted)
 
 
 def _new_main(**attributes):
