@@ -33,6 +33,15 @@ def test_num_replicas_rejects_what_is_not_1_to_4096(value):
         settings.read("num_replicas", {"TPU_COMPAT_NUM_REPLICAS": value})
 
 
+def test_numbers_too_long_to_convert_are_refused_not_raised():
+    # Python refuses int() of more than 4300 digits with a ValueError of its own.
+    digits = "9" * 5000
+    with pytest.raises(_config.ConfigError, match="expected an integer from 0 to 4294967295"):
+        _config.seed("TPU_COMPAT_SEED", digits)
+    with pytest.raises(_config.ConfigError, match="expected a positive number of seconds"):
+        _config.positive_seconds("--timeout", 10**400)
+
+
 def test_num_replicas_bound_is_the_documented_one():
     assert _config.MAX_REPLICAS == 4096
     assert settings.read("num_replicas", {"TPU_COMPAT_NUM_REPLICAS": "4096"}) == 4096

@@ -30,8 +30,8 @@ def choice(name, value, allowed):
 # Emulated cores (logical CPU devices): a TPUStrategy's cost grows linearly
 # with them. Measured on a 2-core machine (docs/emulated_tpu.md): 1024 replicas
 # take 6.7 s to build the strategy, 7.2 s for its first step and 0.87 GB, so
-# 100,000 would take over 20 minutes and tens of GB before the program's first
-# step. 4096 is twice the largest TPU slice of the TF 1.x-2.3 era (a v3-2048
+# 100,000 would, by extrapolation, take over 20 minutes and about 20 GB before
+# the program's first step. 4096 is twice the largest TPU slice of the TF 1.x-2.3 era (a v3-2048
 # pod: 1024 chips of 2 cores each), so no legacy program asks for more.
 MAX_REPLICAS = 4096
 # Seeds: numpy's legacy seeding (np.random.seed) and PYTHONHASHSEED both take
@@ -54,7 +54,12 @@ def ascii_int(value):
     if isinstance(value, int):
         return value
     text = str(value).strip()
-    return int(text, 10) if _INTEGER.fullmatch(text) else None
+    if not _INTEGER.fullmatch(text):
+        return None
+    try:
+        return int(text, 10)
+    except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+        return None
 
 
 def ascii_number(value):
@@ -66,7 +71,10 @@ def ascii_number(value):
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond any float
+            return None
     else:
         text = str(value).strip()
         if not _DECIMAL.fullmatch(text):
@@ -92,6 +100,14 @@ def positive_int(name, value):
     number = ascii_int(value)
     if number is None or number < 1:
         raise ConfigError(f"{name}={value!r} is not valid; expected a positive integer")
+    return number
+
+
+def non_negative_int(name, value):
+    """Parses ``value`` as an int >= 0 (an index), naming ``name`` when it is not one."""
+    number = ascii_int(value)
+    if number is None or number < 0:
+        raise ConfigError(f"{name}={value!r} is not valid; expected a non-negative integer")
     return number
 
 

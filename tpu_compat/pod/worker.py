@@ -139,10 +139,8 @@ def _usage(parse, name, value):
 def _checked_cluster(args):
     """``(workers, task)``: the flags, else TF_CONFIG; each checked before any work."""
     workers = args.cluster.split(",") if args.cluster else None
-    task = None if args.task is None else _usage(
-        lambda name, value: _config.integer_in(name, value, 0, 2**31 - 1,
-                                               "a non-negative integer"),
-        "--task", args.task)
+    task = None if args.task is None else _usage(_config.non_negative_int, "--task",
+                                                 args.task)
     if workers is None or task is None:
         env_workers, env_task = _cluster_from_tf_config()
         workers = workers or env_workers
