@@ -54,10 +54,14 @@ def test_hosts_flag_sets_the_variable():
     ({}, {"TPU_COMPAT_POD_PORT": "70000"},
      "TPU_COMPAT_POD_PORT='70000' is not valid; expected a port number from 1 to 65535"),
     ({}, {"TPU_COMPAT_POD_PORT": "http"},
-     "TPU_COMPAT_POD_PORT='http' is not valid; expected a positive integer"),
+     "TPU_COMPAT_POD_PORT='http' is not valid; expected a port number from 1 to 65535"),
     ({}, {"TPU_COMPAT_POD_LOGS": "/dev/null"},
      "TPU_COMPAT_POD_LOGS='/dev/null' is not valid; expected a directory, or a path whose "
      "parent directory exists"),
+    # An OverflowError in Python's waits, 2 hosts later.
+    ({"hosts": "2"}, {"TPU_COMPAT_POD_TIMEOUT": "1e308"},
+     "TPU_COMPAT_POD_TIMEOUT='1e308' is not valid; expected a positive number of seconds, "
+     "at most 86400"),
     ({"hosts": "4"}, {"TPU_COMPAT_POD_PORT": "65534"},
      "TPU_COMPAT_POD_PORT=65534 is not valid for 4 hosts (ports 65534 to 65537); "
      "expected a port number from 1 to 65532"),
@@ -122,7 +126,17 @@ def _needs_tf(*values):
     _needs_tf(("--cluster", "localhost:5,localhost:6", "--task", "2"), {}, 2,
               "--task=2 is not valid; allowed values: 0 to 1 (the cluster has 2 workers)"),
     _needs_tf(("--cluster", "localhost:5", "--task", "0", "--cores", "0"), {}, 2,
-              "--cores=0 is not valid; expected a positive integer"),
+              "--cores='0' is not valid; expected an integer from 1 to 4096"),
+    _needs_tf(("--cluster", "localhost:5", "--task", "0", "--cores", "\u0663"), {}, 2,
+              "--cores='\u0663' is not valid; expected an integer from 1 to 4096"),
+    _needs_tf(("--cluster", "localhost:5", "--task", "\uff10"), {}, 2,
+              "--task='\uff10' is not valid; expected a non-negative integer"),
+    # bind() raised OverflowError: the port is checked with the address.
+    _needs_tf(("--cluster", "localhost:99999", "--task", "0"), {}, 2,
+              "worker 0's address 'localhost:99999' is not valid; expected host:port with "
+              "a port from 1 to 65535"),
+    _needs_tf(("--cluster", "localhost:5,localhost:\u0665", "--task", "0"), {}, 2,
+              "worker 1's address 'localhost:\u0665' is not valid"),
     _needs_tf(("--cluster", "machine-a", "--task", "0"), {}, 2,
               "worker 0's address 'machine-a' is not valid; expected host:port"),
     _needs_tf((), {"TF_CONFIG": "{"}, 2, "TF_CONFIG is not valid (JSONDecodeError"),
@@ -156,7 +170,9 @@ def test_worker_subcommand_shares_the_workers_arguments():
     from tpu_compat import cli
     args = cli.build_parser().parse_args(
         ["worker", "--cluster", "a:1,b:2", "--task", "1", "--cores", "4", "--device", "gpu"])
-    assert (args.cluster, args.task, args.cores, args.device) == ("a:1,b:2", 1, 4, "gpu")
+    # Numbers stay text here: serve() parses them (ASCII digits, in range) with
+    # one error line naming the flag.
+    assert (args.cluster, args.task, args.cores, args.device) == ("a:1,b:2", "1", "4", "gpu")
     assert args.handler.__module__ == "tpu_compat.commands.worker"
 
 

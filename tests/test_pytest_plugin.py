@@ -274,6 +274,9 @@ def test_a_hanging_child_is_killed_at_its_timeout(run, pytester):
      "--tpu-compat-child-timeout='0' is not valid; expected a positive number of seconds"),
     (["-o", "tpu_compat_child_timeout=soon"],
      "tpu_compat_child_timeout='soon' is not valid; expected a positive number of seconds"),
+    (["--tpu-compat-child-timeout=1e308"],
+     "--tpu-compat-child-timeout='1e308' is not valid; expected a positive number of "
+     "seconds, at most 86400"),
 ])
 def test_bad_child_timeout_is_a_usage_error(run, args, message):
     result = run("def test_nothing():\n    pass\n", *args)

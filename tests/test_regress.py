@@ -120,6 +120,8 @@ def test_sidecar_patterns_ignore_and_files(tmp_path):
 @pytest.mark.parametrize("toml,message", [
     ("tf2 = true\n", "unknown key(s) tf2"),
     ("timeout = -1\n", "timeout must be positive"),
+    ("timeout = inf\n", "timeout must be at most 86400 seconds, got inf"),
+    ("timeout = 1e308\n", "timeout must be at most 86400 seconds"),
     ("args = 'x'\n", "args must be a list of strings"),
     ("[patterns]\nloss = 'loss \\\\S+'\n", "patterns.loss needs a group around the number"),
     ("[patterns]\nloss = '('\n", "patterns.loss is not a valid regex"),
@@ -568,7 +570,22 @@ def test_cli_record_then_check_with_junit(fake_suite, tmp_path, capsys, plain_py
     (["regress", "examples", "--check", "--golden", "g", "--timeout", "0"],
      "--timeout='0' is not valid; expected a positive number"),
     (["regress", "examples", "--check", "--golden", "g", "--replicas", "x"],
-     "--replicas='x' is not valid; expected a positive integer"),
+     "--replicas='x' is not valid; expected an integer from 1 to 4096"),
+    # Refused as the flag, before any script runs (the child's PYTHONHASHSEED
+    # took the seed and died with "Fatal Python error").
+    (["verify", "examples/tf1_linear_regression.py", "examples/tf1_linear_regression.py",
+      "--seed=99999999999999999999"],
+     "--seed='99999999999999999999' is not valid; expected an integer from 0 to 4294967295"),
+    (["regress", "examples", "--check", "--golden", "g", "--seed", "\u0663"],
+     "--seed='\u0663' is not valid; expected an integer from 0 to 4294967295"),
+    (["regress", "examples", "--check", "--golden", "g", "--timeout", "1e308"],
+     "--timeout='1e308' is not valid; expected a positive number of seconds, at most 86400"),
+    (["regress", "examples", "--check", "--golden", "g", "--timeout", "\uff18"],
+     "--timeout='\uff18' is not valid; expected a positive number of seconds"),
+    (["regress", "examples", "--check", "--golden", "g", "--rtol", "inf"],
+     "--rtol='inf' is not valid; expected a non-negative number"),
+    (["regress", "examples", "--check", "--golden", "g", "--replicas", "100000"],
+     "--replicas='100000' is not valid; expected an integer from 1 to 4096"),
     (["verify", "examples/tf1_linear_regression.py", "missing.py"],
      "tpu-compat verify: error: missing.py: no such file"),
     (["regress", "examples", "--check", "--golden", "g", "--backend", "fast"],
@@ -658,4 +675,5 @@ def test_bad_seed_variable_is_a_usage_error(tmp_path):
                      env={"TPU_COMPAT_SEED": "-1"}, cwd=str(tmp_path))
     assert result.returncode == 2
     assert result.stderr.strip() == (
-        "tpu-compat: error: TPU_COMPAT_SEED='-1' is not valid; expected a non-negative integer")
+        "tpu-compat: error: TPU_COMPAT_SEED='-1' is not valid; expected an integer from 0 to "
+        "4294967295")

@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -158,3 +159,77 @@ def test_colab_placeholder_address_when_emulating(tmp_path):
     result = run_cli("run", "--replicas", "2", str(script), env={"COLAB_TPU_ADDR": None})
     assert result.returncode == 0, result.stderr
     assert "replicas: 2" in result.stdout and "master: ''" in result.stdout
+
+
+# -- as `python` runs a directory, a missing module and Ctrl-C (issue 23, item 10) ----------
+
+# What a program sees of how it was started: the same under both.
+_VIEW = (
+    "import json, sys\n"
+    "print('RESULT ' + json.dumps({'argv': sys.argv, 'file': __file__, 'name': __name__,\n"
+    "    'package': __package__, 'spec': __spec__ and __spec__.name,\n"
+    "    'origin': __spec__ and __spec__.origin, 'path0': sys.path[0],\n"
+    "    'main': sys.modules['__main__'].__dict__ is globals()}))\n")
+
+
+def _python_message(stderr):
+    """Python's last line without its ``<python>:`` / ``tpu-compat run:`` prefix."""
+    return stderr.strip().splitlines()[-1].split(": ", 1)[1]
+
+
+def test_directory_with_main_runs_as_under_python(tmp_path):
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "__main__.py").write_text(_VIEW)
+    plain = _python("app", "x", cwd=str(tmp_path))
+    shimmed = run_cli("run", "--replicas", "1", "app", "x", cwd=str(tmp_path))
+    assert (plain.returncode, shimmed.returncode) == (0, 0), shimmed.stderr
+    assert _result(shimmed.stdout) == _result(plain.stdout) == {
+        "argv": ["app", "x"], "file": str(app / "__main__.py"), "name": "__main__",
+        "package": "", "spec": "__main__", "origin": str(app / "__main__.py"),
+        "path0": str(app), "main": True}
+
+
+def test_zip_file_with_main_is_found_as_python_finds_it(tmp_path):
+    # `python APP.zip` runs its __main__ from the zip as the first sys.path
+    # entry; the runner finds it the same way (no TensorFlow needed to check).
+    import zipfile  # pylint: disable=import-outside-toplevel
+    from tpu_compat import runner  # pylint: disable=import-outside-toplevel
+    archive = tmp_path / "app.zip"
+    with zipfile.ZipFile(archive, "w") as bundle:
+        bundle.writestr("__main__.py", _VIEW)
+    entry, spec = runner._path_entry_main(str(archive))  # pylint: disable=protected-access
+    assert (entry, spec.name, spec.origin) == (str(archive), "__main__",
+                                               str(archive / "__main__.py"))
+    assert runner._path_entry_main(PROBE) is None  # pylint: disable=protected-access
+
+
+@pytest.mark.parametrize("argv", [
+    ("empty_dir",),                      # can't find '__main__' module in '...'
+    ("-m", "no_such_module_here"),       # No module named ...
+    ("-m", "a_package"),                 # ... is a package and cannot be directly executed
+    ("-m", "no_such_parent.child"),      # Error while finding module specification ...
+])
+def test_nothing_to_run_exits_1_in_pythons_words(argv, tmp_path):
+    (tmp_path / "empty_dir").mkdir()
+    (tmp_path / "a_package").mkdir()
+    (tmp_path / "a_package" / "__init__.py").write_text("")
+    plain = _python(*argv, cwd=str(tmp_path))
+    shimmed = run_cli("run", "--replicas", "1", *argv, cwd=str(tmp_path))
+    assert (plain.returncode, shimmed.returncode) == (1, 1), shimmed.stderr
+    assert shimmed.stderr.strip().startswith("tpu-compat run: ")
+    assert _python_message(shimmed.stderr) == _python_message(plain.stderr)
+    assert len(shimmed.stderr.strip().splitlines()) == 1
+
+
+def test_uncaught_keyboard_interrupt_dies_by_sigint_as_under_python(tmp_path):
+    script = tmp_path / "interrupted.py"
+    script.write_text("import atexit\n"
+                      "atexit.register(lambda: print('exit handler ran', flush=True))\n"
+                      "raise KeyboardInterrupt\n")
+    plain = _python(str(script), cwd=str(tmp_path))
+    shimmed = run_cli("run", "--replicas", "1", str(script), cwd=str(tmp_path))
+    # Killed by SIGINT (a shell reports 130), after the program's exit handlers.
+    assert (plain.returncode, shimmed.returncode) == (-signal.SIGINT, -signal.SIGINT)
+    assert plain.stdout == shimmed.stdout == "exit handler ran\n"
+    assert _traceback_of(shimmed.stderr) == _traceback_of(plain.stderr)

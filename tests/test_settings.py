@@ -95,12 +95,12 @@ def test_a_flag_wins_and_is_named_when_bad():
     assert (resolved.num_replicas, resolved.source("num_replicas")) == (2, "--replicas")
     assert (resolved.fidelity, resolved.source("fidelity")) == ("cpu", "TPU_COMPAT_FIDELITY")
     with pytest.raises(_config.ConfigError,
-                       match=r"^--replicas='0' is not valid; expected a positive integer$"):
+                       match=r"^--replicas='0' is not valid; expected an integer from 1 to 4096$"):
         settings.resolve(settings.RUN, environ, flags={"num_replicas": "0"})
     with pytest.raises(_config.ConfigError, match=r"^--tpu-compat-replicas='x' is not valid"):
         settings.resolve(settings.PYTEST, {}, flags={"num_replicas": "x"})
     with pytest.raises(_config.ConfigError,
-                       match=r"^TPU_COMPAT_SEED='-1' is not valid; expected a non-negative"):
+                       match=r"^TPU_COMPAT_SEED='-1' is not valid; expected an integer from 0 to "):
         settings.resolve(settings.RUN, {"TPU_COMPAT_SEED": "-1"})
     with pytest.raises(_config.ConfigError, match="entry='cli' is not valid; allowed values: "
                                                   "run, regress, pytest, install()"):

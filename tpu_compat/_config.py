@@ -8,7 +8,9 @@ was given. Which variable, flag and default each setting has is the table's
 business, not this module's. Nothing here imports TensorFlow.
 """
 
+import math
 import os
+import re
 
 
 class ConfigError(ValueError):
@@ -24,53 +26,123 @@ def choice(name, value, allowed):
     return value_norm
 
 
+# Bounds, each checked where the value is parsed (so a bad one is one line
+# naming it, not an OverflowError or a hang much later).
+# Emulated cores (logical CPU devices): a TPUStrategy's cost grows linearly
+# with them. Measured on a 2-core machine (docs/emulated_tpu.md): 1024 replicas
+# take 6.7 s to build the strategy, 7.2 s for its first step and 0.87 GB, so
+# 100,000 would, by extrapolation, take over 20 minutes and about 20 GB before
+# the program's first step. 4096 is twice the largest TPU slice of the TF 1.x-2.3 era (a v3-2048
+# pod: 1024 chips of 2 cores each), so no legacy program asks for more.
+MAX_REPLICAS = 4096
+# Seeds: numpy's legacy seeding (np.random.seed) and PYTHONHASHSEED both take
+# 0 to 2**32 - 1, and regress and verify hand the seed to both.
+MAX_SEED = 2**32 - 1
+# Timeouts: one day. Python's waits overflow long before 1e308 seconds, and a
+# timeout of days is one that never fires.
+MAX_SECONDS = 86400.0
+
+# Numbers are ASCII: int() and float() also take other scripts' digits
+# ('\u0663', fullwidth '\uff18') and underscores, which no shell user means.
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def ascii_int(value):
+    """``value`` (text, blanks around it allowed) as an int of ASCII digits, else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    if not _INTEGER.fullmatch(text):
+        return None
+    try:
+        return int(text, 10)
+    except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+        return None
+
+
+def ascii_number(value):
+    """``value`` as a finite float written in ASCII decimal notation, else None.
+
+    ``inf``, ``nan``, hexadecimal and non-ASCII digits are refused, and so is
+    a number too large for a float (``1e999``).
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond any float
+            return None
+    else:
+        text = str(value).strip()
+        if not _DECIMAL.fullmatch(text):
+            return None
+        number = float(text)
+    return number if math.isfinite(number) else None
+
+
+def integer_in(name, value, low, high, expected=None):
+    """``value`` as an int from ``low`` to ``high``; else ConfigError naming ``name``.
+
+    ``expected`` words the allowed values (default: "an integer from LOW to HIGH").
+    """
+    number = ascii_int(value)
+    if number is None or not low <= number <= high:
+        raise ConfigError(f"{name}={value!r} is not valid; expected "
+                          f"{expected or f'an integer from {low} to {high}'}")
+    return number
+
+
 def positive_int(name, value):
     """Parses ``value`` as a positive int, naming ``name`` when it is not one."""
-    if isinstance(value, bool):
-        raise ConfigError(f"{name}={value!r} is not valid; expected a positive integer")
-    if isinstance(value, int):
-        number = value
-    else:
-        try:
-            number = int(str(value).strip(), 10)
-        except ValueError:
-            raise ConfigError(
-                f"{name}={value!r} is not valid; expected a positive integer") from None
-    if number < 1:
+    number = ascii_int(value)
+    if number is None or number < 1:
         raise ConfigError(f"{name}={value!r} is not valid; expected a positive integer")
     return number
 
 
 def non_negative_int(name, value):
-    """Parses ``value`` as an int >= 0 (a seed), naming ``name`` when it is not one."""
-    try:
-        number = int(str(value).strip(), 10)
-    except ValueError:
-        number = -1
-    if isinstance(value, bool) or number < 0:
+    """Parses ``value`` as an int >= 0 (an index), naming ``name`` when it is not one."""
+    number = ascii_int(value)
+    if number is None or number < 0:
         raise ConfigError(f"{name}={value!r} is not valid; expected a non-negative integer")
     return number
 
 
+def replica_count(name, value):
+    """A number of emulated TPU cores: 1 to :data:`MAX_REPLICAS`."""
+    return integer_in(name, value, 1, MAX_REPLICAS)
+
+
+def seed(name, value):
+    """A seed for Python, NumPy and TensorFlow: 0 to :data:`MAX_SEED`."""
+    return integer_in(name, value, 0, MAX_SEED)
+
+
 def positive_seconds(name, value):
-    """Parses ``value`` as a finite positive number of seconds."""
-    try:
-        seconds = float(str(value).strip())
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds < float("inf"):
+    """Parses ``value`` as a number of seconds, above 0 and at most a day."""
+    seconds = ascii_number(value)
+    if seconds is None or not 0 < seconds <= MAX_SECONDS:
         raise ConfigError(
-            f"{name}={value!r} is not valid; expected a positive number of seconds")
+            f"{name}={value!r} is not valid; expected a positive number of seconds, "
+            f"at most {MAX_SECONDS:g}")
     return seconds
+
+
+def non_negative_number(name, value):
+    """Parses ``value`` as a finite number >= 0 (a tolerance)."""
+    number = ascii_number(value)
+    if number is None or number < 0:
+        raise ConfigError(f"{name}={value!r} is not valid; expected a non-negative number")
+    return number
 
 
 def port_number(name, value):
     """Parses ``value`` as a TCP port, 1 to 65535."""
-    port = positive_int(name, value)
-    if port > 65535:
-        raise ConfigError(f"{name}={value!r} is not valid; expected a port number "
-                          f"from 1 to 65535")
-    return port
+    return integer_in(name, value, 1, 65535, "a port number from 1 to 65535")
 
 
 def directory(name, value):

@@ -212,13 +212,9 @@ def _child_timeout(config):
         if value in (None, ""):
             continue
         try:
-            seconds = float(value)
-        except ValueError:
-            seconds = 0.0
-        if not seconds > 0 or seconds == float("inf"):
-            raise pytest.UsageError(
-                f"{name}={value!r} is not valid; expected a positive number of seconds")
-        return seconds
+            return _config.positive_seconds(name, value)
+        except _config.ConfigError as error:
+            raise pytest.UsageError(str(error)) from None
     return _pytest_child.DEFAULT_TIMEOUT_SECONDS
 
 

@@ -8,9 +8,12 @@ unless the user chose), then decides the backend, installs the routing and,
 when emulating, provides the environment that Colab-era bring-up code reads.
 """
 
+import atexit
 import builtins
 import importlib.util
 import os
+import pkgutil
+import signal
 import sys
 import traceback
 import types
@@ -20,7 +23,7 @@ from tpu_compat.exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE
 # The runner's Keras choice, which doctor reports (and tests stub here).
 from tpu_compat.settings import tf_keras_installed  # pylint: disable=unused-import
 
-__all__ = ["RunError", "prepare_environment", "run_module", "run_script"]
+__all__ = ["NotRunnable", "RunError", "prepare_environment", "run_module", "run_script"]
 
 LEGACY_KERAS_VAR = settings.LEGACY_KERAS_VAR
 # Colab TPU notebooks read this and dial grpc://$COLAB_TPU_ADDR. When
@@ -31,6 +34,15 @@ COLAB_TPU_ADDR_VAR = "COLAB_TPU_ADDR"
 
 class RunError(Exception):
     """The script or module to run cannot be found (a usage error)."""
+
+
+class NotRunnable(Exception):
+    """What ``python`` refuses to run with exit code 1, worded as python words it.
+
+    A directory or zip file without ``__main__``, a module ``-m`` cannot find,
+    a package without ``__main__`` (``python`` exits 2 only for a file it
+    cannot open, which stays a :class:`RunError`).
+    """
 
 
 def prepare_environment(backend=None, replicas=None, warnings=None, environ=None,
@@ -214,6 +226,7 @@ def _exit_status(error):
         return _exit_code(error)
     if isinstance(error, KeyboardInterrupt):
         _print_user_traceback(error)
+        _interrupted.append(error)
         return EXIT_INTERRUPTED
     if isinstance(error, own_errors()):
         print_own_error(error)
@@ -238,8 +251,75 @@ def _execute(run, *args, **kwargs):
     return 0
 
 
+# An uncaught KeyboardInterrupt ended the program: python then ends by SIGINT,
+# after its exit handlers, so that the shell (and a parent process) knows the
+# user pressed Ctrl-C (CPython's Modules/main.c, exit_sigint, since 3.8).
+_interrupted = []
+
+
+def _exit_by_sigint_if_interrupted():
+    """An exit handler, registered before the program's (so it runs after them):
+    dies by SIGINT when an uncaught KeyboardInterrupt ended the program."""
+    if not _interrupted:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+    # Delivered to this process at once; should it not be, the exit code
+    # stays 130 (128 + SIGINT), what a shell reports either way.
+
+
+def _before_the_program():
+    """What every run does before installing tpu_compat and running the program."""
+    # Registered before TensorFlow's, the pod's and the program's exit
+    # handlers, so it runs after them all (atexit runs the last registered
+    # first); unregistered first, so it is there once.
+    atexit.unregister(_exit_by_sigint_if_interrupted)
+    atexit.register(_exit_by_sigint_if_interrupted)
+
+
+def _new_main(**attributes):
+    """A fresh ``__main__`` module with ``attributes``, installed in sys.modules."""
+    main = types.ModuleType("__main__")
+    main.__dict__.update({"__builtins__": builtins, "__loader__": None, "__spec__": None,
+                          "__package__": None, "__cached__": None, **attributes})
+    sys.modules["__main__"] = main
+    return main
+
+
+def _compile_error(error):
+    """Python compiles the script before running anything, TensorFlow included:
+    a SyntaxError is reported the same way, with no frame of ours."""
+    _print_user_traceback(error)
+    return 1
+
+
+def _path_entry_main(path):
+    """``(entry, spec)`` of ``__main__`` when ``path`` is a directory or zip file.
+
+    ``python PATH`` runs such a path as the first entry of sys.path, importing
+    its ``__main__`` from there; None for a plain script. Raises NotRunnable,
+    as python exits 1, when it has no ``__main__``.
+    """
+    entry = os.path.abspath(path)
+    importer = pkgutil.get_importer(entry) if os.path.exists(entry) else None
+    if importer is None:
+        return None
+    spec = importer.find_spec("__main__")
+    if spec is None or spec.loader is None:
+        raise NotRunnable(f"can't find '__main__' module in {entry!r}")
+    return entry, spec
+
+
 def run_script(path, args=(), tf1=False):
-    """Runs the file ``path`` as ``__main__`` with ``args``; returns its exit code."""
+    """Runs the file ``path`` as ``__main__`` with ``args``; returns its exit code.
+
+    A directory or zip file runs its ``__main__``, as ``python PATH`` does.
+    """
+    entry_main = _path_entry_main(path)
+    if entry_main is not None:
+        return _run_path_entry(path, entry_main, args, tf1)
     if not os.path.isfile(path):
         raise RunError(f"cannot run {path!r}: no such file")
     with open(path, "rb") as handle:
@@ -247,31 +327,67 @@ def run_script(path, args=(), tf1=False):
     try:
         code = compile(source, path, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as error:  # ValueError: null bytes (< 3.12)
-        # Python compiles the script before running anything, TensorFlow
-        # included: report it the same way, with no frame of ours.
-        _print_user_traceback(error)
-        return 1
+        return _compile_error(error)
+    _before_the_program()
     _install(tf1)
-    main = types.ModuleType("__main__")
-    main.__dict__.update({"__file__": path, "__builtins__": builtins,
-                          "__loader__": None, "__spec__": None,
-                          "__package__": None, "__cached__": None})
-    sys.modules["__main__"] = main
+    main = _new_main(__file__=path)
     sys.argv = [path, *args]
     sys.path[0] = os.path.dirname(os.path.abspath(path))
     return _execute(exec, code, main.__dict__)
+
+
+def _run_path_entry(path, entry_main, args, tf1):
+    """``python DIR`` / ``python APP.zip``: DIR first on sys.path, its ``__main__`` run."""
+    entry, spec = entry_main
+    try:
+        code = spec.loader.get_code("__main__")
+    except (SyntaxError, ValueError) as error:
+        return _compile_error(error)
+    if code is None:
+        raise NotRunnable(f"can't find '__main__' module in {entry!r}")
+    _before_the_program()
+    _install(tf1)
+    main = _new_main(__file__=spec.origin, __loader__=spec.loader, __spec__=spec,
+                     __package__="", __cached__=spec.cached)
+    sys.argv = [path, *args]
+    sys.path[0] = entry
+    return _execute(exec, code, main.__dict__)
+
+
+def _module_spec(module_name):
+    """The spec ``python -m module_name`` runs (a package's ``__main__``), or
+    NotRunnable worded as python's refusal (CPython's Lib/runpy.py,
+    _get_module_details, words these)."""
+    if module_name.startswith("."):
+        raise NotRunnable("Relative module names not supported")
+    try:
+        spec = importlib.util.find_spec(module_name)
+    except (ImportError, AttributeError, TypeError, ValueError) as error:
+        hint = (f". Try using '{module_name[:-3]}' instead of '{module_name}' as the "
+                f"module name." if module_name.endswith(".py") else "")
+        raise NotRunnable(f"Error while finding module specification for {module_name!r} "
+                          f"({type(error).__name__}: {error}){hint}") from None
+    if spec is None:
+        raise NotRunnable(f"No module named {module_name}")
+    if spec.submodule_search_locations is not None:
+        if module_name == "__main__" or module_name.endswith(".__main__"):
+            raise NotRunnable("Cannot use package as __main__ module")
+        try:
+            return _module_spec(f"{module_name}.__main__")
+        except NotRunnable as error:
+            raise NotRunnable(f"{error}; {module_name!r} is a package and cannot be "
+                              f"directly executed") from None
+    if spec.loader is None:
+        raise NotRunnable(f"{module_name!r} is a namespace package and cannot be executed")
+    return spec
 
 
 def run_module(module_name, args=(), tf1=False):
     """Runs ``python -m module_name args``; returns its exit code."""
     import runpy  # pylint: disable=import-outside-toplevel
     sys.path[0] = os.getcwd()
-    try:
-        spec = importlib.util.find_spec(module_name)
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None:
-        raise RunError(f"cannot run module {module_name!r}: no module of that name")
+    spec = _module_spec(module_name)
+    _before_the_program()
     _install(tf1)
     sys.argv = [spec.origin or module_name, *args]
     return _execute(runpy.run_module, module_name, run_name="__main__", alter_sys=True)
@@ -280,4 +396,5 @@ def run_module(module_name, args=(), tf1=False):
 # The runner's functions that start the program: a traceback shows no frame up
 # to the innermost of them (run_script: a SyntaxError found before the program
 # ran; _execute: anything the program raised).
-_LAUNCH_CODES = frozenset((run_script.__code__, run_module.__code__, _execute.__code__))
+_LAUNCH_CODES = frozenset((run_script.__code__, run_module.__code__, _execute.__code__,
+                           _run_path_entry.__code__))

@@ -79,10 +79,10 @@ ROWS = (
         summary="hardware", flag="--backend", flag_entries=(RUN, REGRESS),
         choices=("auto", "tpu", "gpu", "cpu"), pytest_option="--tpu"),
     Setting(
-        "num_replicas", "TPU_COMPAT_NUM_REPLICAS", _config.positive_int,
+        "num_replicas", "TPU_COMPAT_NUM_REPLICAS", _config.replica_count,
         {RUN: None, REGRESS: DEFAULT_EMULATED_REPLICAS, PYTEST: DEFAULT_EMULATED_REPLICAS,
          LIBRARY: None},
-        values="positive int", meaning="emulated TPU cores",
+        values=f"int, 1 to {_config.MAX_REPLICAS}", meaning="emulated TPU cores",
         summary="emulated TPU cores", flag="--replicas", flag_entries=(RUN, REGRESS),
         metavar="N", pytest_option="--tpu-compat-replicas", show=_replicas_text),
     Setting(
@@ -151,18 +151,18 @@ ROWS = (
         flag="--numerics", flag_entries=(RUN, REGRESS), choices=("exact", "tpu"),
         pytest_option="--tpu-compat-numerics"),
     Setting(
-        "seed", "TPU_COMPAT_SEED", _config.non_negative_int,
+        "seed", "TPU_COMPAT_SEED", _config.seed,
         # regress and verify seed each script with their --seed (default 0,
         # --no-seed: none) and ignore the variable, which they set per script.
         {RUN: None, REGRESS: 0},
-        values="non-negative int",
+        values=f"int, 0 to {_config.MAX_SEED} (2**32 - 1)",
         meaning="seed Python, NumPy and TensorFlow RNGs before the script runs "
                 "(`regress` and `verify` set it for each script from their `--seed`)",
         flag="--seed", flag_entries=(REGRESS,), metavar="N", show=_unset_as("unseeded")),
     Setting(
         "pod_timeout", "TPU_COMPAT_POD_TIMEOUT", _config.positive_seconds,
         {RUN: 60.0, LIBRARY: 60.0},
-        values="positive number of seconds",
+        values=f"seconds, above 0, at most {_config.MAX_SECONDS:g}",
         meaning="how long a pod worker may take to come up (and, with `TF_CONFIG`, "
                 "to answer) ([pod slices](docs/pods.md))",
         show=lambda value: f"{value:g}"),

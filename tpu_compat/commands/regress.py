@@ -11,7 +11,7 @@ import os
 import sys
 import textwrap
 
-from tpu_compat import _process, settings
+from tpu_compat import _config, _process, settings
 from tpu_compat.exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, UsageError
 from tpu_compat.regress import compare, junit, measure, script_process, suite, verify
 
@@ -88,35 +88,32 @@ def _add_run_arguments(parser):
     default_seed = seed_row.default(settings.REGRESS)
     seed = parser.add_mutually_exclusive_group()
     seed.add_argument(seed_row.flag, metavar=seed_row.metavar, dest="seed",
-                      type=_non_negative_int(seed_row.flag), default=default_seed,
+                      type=_number_type(seed_row.flag, seed_row.parse), default=default_seed,
                       help=f"seed Python, NumPy and TensorFlow RNGs before each script "
                            f"(default: {default_seed}; a script's own seeding wins)")
     seed.add_argument("--no-seed", dest="seed", action="store_const", const=None,
                       help="leave the RNGs unseeded")
 
 
-def _number_type(name, convert, accept, expected):
-    def parse(text):
+def _number_type(name, parse):
+    """An argparse type: ``parse`` (a :mod:`tpu_compat._config` parser) naming ``name``.
+
+    Its error is a UsageError (one line, exit 2), which argparse lets through.
+    """
+    def convert(text):
         try:
-            value = convert(text)
-        except ValueError:
-            value = None
-        if value is None or not accept(value):
-            raise UsageError(f"{name}={text!r} is not valid; expected {expected}")
-        return value
-    return parse
+            return parse(name, text)
+        except _config.ConfigError as error:
+            raise UsageError(str(error)) from None
+    return convert
 
 
 def _positive_float(name):
-    return _number_type(name, float, lambda v: v > 0, "a positive number")
+    return _number_type(name, _config.positive_seconds)
 
 
 def _non_negative_float(name):
-    return _number_type(name, float, lambda v: v >= 0, "a non-negative number")
-
-
-def _non_negative_int(name):
-    return _number_type(name, int, lambda v: v >= 0, "a non-negative integer")
+    return _number_type(name, _config.non_negative_number)
 
 
 def _run_options(args):

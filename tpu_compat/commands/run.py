@@ -1,9 +1,10 @@
 """``tpu-compat run [options] SCRIPT [ARGS...]`` / ``run -m MODULE [ARGS...]``."""
 
 import argparse
+import sys
 
 from tpu_compat import runner, settings, tf_support
-from tpu_compat.exit_codes import UsageError
+from tpu_compat.exit_codes import EXIT_FAILURE, UsageError
 
 
 def register(subparsers):
@@ -42,3 +43,7 @@ def handle(args):
         return runner.run_script(args.target, script_args, tf1=args.tf1)
     except runner.RunError as error:
         raise UsageError(f"tpu-compat run: error: {error}") from None
+    except runner.NotRunnable as error:
+        # Exit 1, in python's words (python: "<python>: No module named x").
+        print(f"tpu-compat run: {error}", file=sys.stderr)
+        return EXIT_FAILURE

@@ -63,6 +63,10 @@ def write_stdout(text):
 
 
 def run_scan(args):
+    # Argument conflicts are found before any file is read.
+    if args.exit_zero and args.fail_on_findings:
+        raise UsageError("tpu-compat scan: error: --exit-zero and --fail-on-findings "
+                         "contradict each other; give one")
     try:
         result = scan.scan_paths(args.paths, args.exclude, max_file_bytes(args))
     except sources.MissingPathError as error:
@@ -72,7 +76,4 @@ def run_scan(args):
         for error in result.errors:
             print(report.error_line(error), file=sys.stderr)
         print(report.scan_summary(result), file=sys.stderr)
-    if args.exit_zero and args.fail_on_findings:
-        raise UsageError("tpu-compat scan: error: --exit-zero and --fail-on-findings "
-                         "contradict each other; give one")
     return EXIT_FAILURE if result.findings and not args.exit_zero else EXIT_OK

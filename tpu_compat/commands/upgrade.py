@@ -8,6 +8,7 @@ written, and 2 for usage errors.
 import collections
 import difflib
 import os
+import stat
 import subprocess
 import sys
 
@@ -61,6 +62,65 @@ def _check_upgrade_arguments(args):
         raise UsageError("tpu-compat upgrade: error: --backup-suffix must not be empty")
     if args.force and not args.in_place:
         raise UsageError("tpu-compat upgrade: error: --force needs --in-place")
+
+
+def _nearest_existing(path):
+    """``path``, or its nearest ancestor that exists (what a write would create under)."""
+    path = os.path.abspath(path)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return path
+
+
+def _check_writable(flag, path, directory):
+    """Usage error unless ``path`` can be written as a directory (``--output``)
+    or as a file (``--report``): checked before any file is read or written."""
+    what = "a directory" if directory else "a file"
+    if not path or "\0" in path:
+        raise UsageError(f"tpu-compat upgrade: error: {flag}={path!r} is not valid; "
+                         f"expected the path of {what}")
+    if os.path.exists(path):
+        wrong = (not os.path.isdir(path)) if directory else (
+            not stat.S_ISREG(os.stat(path).st_mode))
+        if wrong:
+            kind = "a directory" if os.path.isdir(path) else (
+                "an existing file" if os.path.isfile(path) else "not a regular file")
+            raise UsageError(f"tpu-compat upgrade: error: {flag}={path!r} is not valid: "
+                             f"it is {kind}; expected {what}"
+                             + (" (new, or one to overwrite)" if not directory else
+                                " (new, or an existing one)"))
+    parent = _nearest_existing(path if directory else os.path.dirname(os.path.abspath(path)))
+    if not os.path.isdir(parent):
+        raise UsageError(f"tpu-compat upgrade: error: {flag}={path!r} is not valid: "
+                         f"{parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"tpu-compat upgrade: error: {flag}={path!r} is not valid: "
+                         f"{parent} is not writable")
+
+
+def _check_places(args):
+    """Where upgrade would write: the conflicts and impossible paths, found
+    before any source is read or rewritten."""
+    suffix = args.backup_suffix
+    if suffix and any(sep and sep in suffix for sep in (os.sep, os.altsep, "\0")):
+        raise UsageError(f"tpu-compat upgrade: error: --backup-suffix={suffix!r} is not "
+                         f"valid; expected a file-name suffix without "
+                         f"{os.sep!r} (such as .bak)")
+    if args.output is not None:
+        _check_writable("--output", args.output, directory=True)
+    if args.report is not None:
+        _check_writable("--report", args.report, directory=False)
+
+
+def _check_report_is_no_source(args, files):
+    """--report must never overwrite one of the sources being upgraded."""
+    if args.report is None:
+        return
+    report = os.path.realpath(args.report)
+    for path in files:
+        if os.path.realpath(path) == report:
+            raise UsageError(f"tpu-compat upgrade: error: --report={args.report!r} is "
+                             f"not valid: it is one of the sources to upgrade ({path})")
 
 
 def _check_outputs_differ(outputs):
@@ -212,19 +272,24 @@ def _action_label(outcome):
     return f"not rewritten ({outcome.detail})"
 
 
-def _summary(results, dry_run):
+def _summary(results, dry_run, unwritten=()):
+    """The last line; ``unwritten``: the paths whose write failed, which are
+    not counted as changed (their files are as they were)."""
+    unwritten = set(unwritten)
     counts = collections.Counter(o.action for u in results for o in u.outcomes)
-    changed = sum(1 for u in results if u.changed)
+    changed = sum(1 for u in results if u.changed and u.path not in unwritten)
     errors = sum(1 for u in results if u.error is not None)
     verb = "would change" if dry_run else "changed"
+    failed = f"; {len(unwritten)} files could not be written" if unwritten else ""
     return (f"tpu-compat upgrade: {changed} of {len(results)} files {verb} "
             f"({counts['rewritten']} rewrites, {counts['todo']} TODOs); "
             f"{counts['reported']} findings left for review; {errors} files could not "
-            f"be upgraded")
+            f"be upgraded{failed}")
 
 
 def run_upgrade(args):
     _check_upgrade_arguments(args)
+    _check_places(args)
     max_bytes = max_file_bytes(args)
     # libcst loads only here: scan must stay light.
     # pylint: disable-next=import-outside-toplevel
@@ -233,8 +298,9 @@ def run_upgrade(args):
         files = list(sources.discover(args.paths, args.exclude, skip_under=args.output))
     except sources.MissingPathError as error:
         raise UsageError(f"tpu-compat upgrade: error: {error}") from None
+    _check_report_is_no_source(args, files)
     outputs = _output_paths(args, files)
-    if args.output:
+    if args.output and not args.diff:
         _check_outputs_differ(outputs)
     _stale_temp_files(args, files, outputs)
     upgrades = (_upgrade_one(upgrade_module, args, path, max_bytes) for path in files)
@@ -259,8 +325,12 @@ def run_upgrade(args):
                 write_failures.append((upgrade.path, f"cannot write: {error}"))
         _print_issues([upgrade], sys.stderr if args.diff else sys.stdout)
     if args.report:
-        _write_report(args, results, outputs)
-    print(_summary(results, dry_run=args.diff), file=sys.stderr)
+        try:
+            _write_report(args, results, outputs)
+        except OSError as error:
+            write_failures.append((args.report, f"cannot write the report: {error}"))
+    print(_summary(results, dry_run=args.diff,
+                   unwritten=[path for path, _ in write_failures]), file=sys.stderr)
     for path, message in write_failures:
         print(f"{path}: error: {message}", file=sys.stderr)
     if write_failures:

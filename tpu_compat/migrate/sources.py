@@ -212,12 +212,39 @@ def notebook_chunks(raw: bytes) -> List[CodeChunk]:
     return chunks
 
 
+# What a path that is not a regular file is, for the message that skips it.
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+               (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(mode):
+    """SourceError saying what a non-regular file is: reading it could block
+    (a FIFO nobody writes) or never end (/dev/zero)."""
+    kind = next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+    if kind == "a directory":
+        return SourceError("is a directory")
+    return SourceError(f"skipped: {kind}, not a regular file")
+
+
 def read_bytes(path: str) -> bytes:
+    """The bytes of the regular file ``path``; SourceError for anything else.
+
+    A FIFO, device or socket is never opened: ``stat`` says what it is first,
+    and the opened file is checked again (``O_NONBLOCK`` keeps a FIFO swapped
+    in meanwhile from blocking the open).
+    """
     try:
-        with open(path, "rb") as stream:
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(mode)
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                             | getattr(os, "O_NOCTTY", 0))
+        with open(descriptor, "rb") as stream:
+            mode = os.fstat(descriptor).st_mode
+            if not stat.S_ISREG(mode):
+                raise _not_regular(mode)
             return stream.read()
-    except IsADirectoryError:
-        raise SourceError("is a directory") from None
     except OSError as error:
         raise SourceError(f"cannot read: {error.strerror or error}") from None
 

@@ -31,6 +31,7 @@ import time
 
 # Exit codes, read by the chief to say what went wrong (defined once, there).
 from tpu_compat.exit_codes import EXIT_INTERRUPTED, EXIT_PORT_TAKEN, EXIT_USAGE
+from tpu_compat import _config
 from tpu_compat.pod import config as pod_config
 
 READY_PREFIX = "tpu-compat worker "
@@ -48,12 +49,13 @@ def parser(**kwargs):
     parser.add_argument("--cluster", metavar="ADDR[,ADDR...]",
                         help="every worker's host:port, in task order (default: "
                              "TF_CONFIG's cluster.worker)")
-    parser.add_argument("--task", type=int, metavar="H",
+    parser.add_argument("--task", metavar="H",
                         help="this worker's index in --cluster (default: "
                              "TF_CONFIG's task.index)")
-    parser.add_argument("--cores", type=int, default=None, metavar="C",
-                        help="emulated TPU cores on this host (logical CPU "
-                             "devices; default 8, or 1 with --device gpu)")
+    parser.add_argument("--cores", default=None, metavar="C",
+                        help=f"emulated TPU cores on this host (logical CPU "
+                             f"devices, 1 to {_config.MAX_REPLICAS}; default 8, or 1 "
+                             f"with --device gpu)")
     parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
                         help="what backs the cores: logical CPU devices, or "
                              "this machine's GPUs (default cpu)")
@@ -151,13 +153,19 @@ def _exit_when_stdin_closes():
     os._exit(0)  # pylint: disable=protected-access
 
 
-def main(argv=None):
-    return serve(parser().parse_args(argv))
+def _usage(parse, name, value):
+    """``parse(name, value)`` (a :mod:`tpu_compat._config` parser); exit 2 naming it."""
+    try:
+        return parse(name, value)
+    except _config.ConfigError as error:
+        _fail(EXIT_USAGE, str(error))
 
 
-def serve(args):
-    """Serves one host until stopped; ``args`` as :func:`parser` parses them."""
-    workers, task = (args.cluster.split(",") if args.cluster else None), args.task
+def _checked_cluster(args):
+    """``(workers, task)``: the flags, else TF_CONFIG; each checked before any work."""
+    workers = args.cluster.split(",") if args.cluster else None
+    task = None if args.task is None else _usage(_config.non_negative_int, "--task",
+                                                 args.task)
     if workers is None or task is None:
         env_workers, env_task = _cluster_from_tf_config()
         workers = workers or env_workers
@@ -169,13 +177,29 @@ def serve(args):
         _fail(EXIT_USAGE, f"--task={task} is not valid; allowed values: 0 to "
                           f"{len(workers) - 1} (the cluster has {len(workers)} "
                           f"workers)")
-    cores = args.cores if args.cores is not None else (8 if args.device == "cpu" else 1)
-    if cores < 1:
-        _fail(EXIT_USAGE, f"--cores={cores} is not valid; expected a positive integer")
+    for index, address in enumerate(workers):
+        host, _, port = address.rpartition(":")
+        if not host or _config.ascii_int(port) is None or not 1 <= int(port) <= 65535:
+            _fail(EXIT_USAGE, f"worker {index}'s address {address!r} is not valid; "
+                              f"expected host:port with a port from 1 to 65535")
+    return workers, task
+
+
+def _checked_cores(args):
+    if args.cores is None:
+        return 8 if args.device == "cpu" else 1
+    return _usage(_config.replica_count, "--cores", args.cores)
+
+
+def main(argv=None):
+    return serve(parser().parse_args(argv))
+
+
+def serve(args):
+    """Serves one host until stopped; ``args`` as :func:`parser` parses them."""
+    workers, task = _checked_cluster(args)
+    cores = _checked_cores(args)
     address = workers[task]
-    if ":" not in address or not address.rsplit(":", 1)[1].isdigit():
-        _fail(EXIT_USAGE, f"worker {task}'s address {address!r} is not valid; "
-                          f"expected host:port")
     if args.kill_with_parent:
         # Before the stdin watch: a chief that ended before this call closed
         # the pipe, so the watch below still ends this worker.

@@ -30,6 +30,7 @@ try:
 except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib
 
+from tpu_compat import _config
 from tpu_compat.regress import artifacts
 
 __all__ = ["FileSpec", "Pattern", "Sidecar", "SidecarError", "load", "path_for"]
@@ -117,7 +118,7 @@ class _Parser:
             path=self.path,
             args=self.strings(data, "args"),
             tf1=self.boolean(data, "tf1", False),
-            timeout=self.positive_number(data, "timeout"),
+            timeout=self.seconds(data, "timeout"),
             rtol=self.non_negative_number(data, "rtol"),
             atol=self.non_negative_number(data, "atol"),
             standard_lines=self.boolean(data, "standard_lines", True),
@@ -148,6 +149,15 @@ class _Parser:
         value = self.number(data, key)
         if value is not None and value <= 0:
             raise self.error(f"{key} must be positive, got {value!r}")
+        return value
+
+    def seconds(self, data, key):
+        """A time limit: positive and at most a day (TOML has inf and 1e308,
+        which Python's waits refuse with OverflowError)."""
+        value = self.positive_number(data, key)
+        if value is not None and not value <= _config.MAX_SECONDS:
+            raise self.error(f"{key} must be at most {_config.MAX_SECONDS:g} seconds, "
+                             f"got {value!r}")
         return value
 
     def non_negative_number(self, data, key):

@@ -185,7 +185,7 @@ def _requested(backend, num_replicas):
     """The backend kind and replica count asked for: the arguments, else the variables."""
     requested = (_config.choice("backend", backend, settings.BACKENDS)
                  if backend is not None else settings.read("backend"))
-    replicas = (_config.positive_int("num_replicas", num_replicas)
+    replicas = (_config.replica_count("num_replicas", num_replicas)
                 if num_replicas is not None else settings.read("num_replicas"))
     return requested, replicas
 
