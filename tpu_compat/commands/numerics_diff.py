@@ -11,9 +11,9 @@ import argparse
 import math
 import os
 
-from tpu_compat import settings
+from tpu_compat import _config, settings
 from tpu_compat.commands.regress import (DEFAULT_TIMEOUT_SECONDS, _interruptible,
-                                         _non_negative_float, _non_negative_int,
+                                         _non_negative_float, _number_type,
                                          _positive_float)
 from tpu_compat.exit_codes import EXIT_FAILURE, EXIT_OK, UsageError
 from tpu_compat.regress import measure, numerics_diff, script_process
@@ -41,7 +41,7 @@ def register(subparsers):
                         type=_positive_float("--timeout"),
                         help=f"per run (default: {DEFAULT_TIMEOUT_SECONDS:g})")
     parser.add_argument("--top", metavar="K", default=LISTED_NUMBERS,
-                        type=_non_negative_int("--top"),
+                        type=_number_type("--top", _config.non_negative_int),
                         help=f"numbers listed, most moved first (default: {LISTED_NUMBERS})")
     parser.add_argument("--rtol", metavar="R", type=_non_negative_float("--rtol"),
                         help="exit 1 when a number moved by more than R relative "
@@ -50,7 +50,7 @@ def register(subparsers):
     default_seed = seed_row.default(settings.REGRESS)
     seed = parser.add_mutually_exclusive_group()
     seed.add_argument(seed_row.flag, metavar=seed_row.metavar, dest="seed",
-                      type=_non_negative_int(seed_row.flag), default=default_seed,
+                      type=_number_type(seed_row.flag, seed_row.parse), default=default_seed,
                       help=f"seed Python, NumPy and TensorFlow RNGs before each run "
                            f"(default: {default_seed})")
     seed.add_argument("--no-seed", dest="seed", action="store_const", const=None,
