@@ -96,7 +96,7 @@ def _requires_tf_suite(directory):
         (directory / "conftest.py").write_text(handle.read())
     (directory / "test_whole_module.py").write_text(
         "import pytest\nimport tensorflow as tf\n\npytestmark = pytest.mark.requires_tf\n\n"
-        "def test_tf():\n    assert tf.constant(1) == 1\n")
+        "def test_tf():\n    assert tf.__version__\n")
     (directory / "test_mixed.py").write_text(
         "import pytest\n\n@pytest.mark.requires_tf\ndef test_tf():\n"
         "    import tensorflow\n\ndef test_scan():\n    assert True\n")
