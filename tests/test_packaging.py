@@ -83,7 +83,7 @@ def test_readme_commands_and_ci_agree():
         "pip install -e '.[tensorflow,keras2]' && "
         "TF_CPP_MIN_LOG_LEVEL=2 tpu-compat run examples/tf1_linear_regression.py",
         "pip install -e '.[tensorflow,keras2,test]' && "
-        "TF_CPP_MIN_LOG_LEVEL=2 python -m pytest -n 2",
+        "TF_CPP_MIN_LOG_LEVEL=2 python -m pytest -n 2 -m \"not slow\"",
     ]
     with open(os.path.join(REPO_ROOT, ".ci", "run"), encoding="utf-8") as f:
         assert commands[1] in f.read().splitlines()
@@ -102,7 +102,7 @@ def test_ci_runs_the_tf_free_and_python_3_12_lanes():
     assert "--ignore-requires-python" not in script
     lane = script[script.index("lane_python312() {"):]
     lane = lane[:lane.index("\n}\n")]
-    for name in ("test_examples.py", "test_era_programs.py", "test_seed_examples.py"):
+    for name in ("test_examples.py", "test_era_programs.py", "test_deprecation.py"):
         assert f"tests/{name}" in lane
         assert os.path.exists(os.path.join(REPO_ROOT, "tests", name))
     # No tests collected is a failure, not a pass.
