@@ -128,8 +128,11 @@ _FIGURE = re.compile(r"\b(\d+(?:\.\d+)?x)(?= |\)|,|\.|$)|\*\*(\d+\.\d+)\*\*")
 
 
 def _other_docs():
+    # tf_versions.md is the version matrix's generated table: its bold figures
+    # are Python and TensorFlow versions, no performance figure.
+    generated = {os.path.join(REPO_ROOT, "docs", "tf_versions.md")}
     return sorted(set(glob.glob(os.path.join(REPO_ROOT, "docs", "*.md")))
-                  - {PERFORMANCE}) + [os.path.join(REPO_ROOT, name)
+                  - {PERFORMANCE} - generated) + [os.path.join(REPO_ROOT, name)
                                       for name in ("README.md", "CHANGELOG.md")]
 
 

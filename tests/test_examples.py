@@ -5,23 +5,21 @@ import os
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES, check_ok, parse_numbers, run_cli
+from conftest import EXAMPLES, check_ok, lazy_runs, parse_numbers, run_cli
 
 pytestmark = pytest.mark.requires_tf
 
 
 @pytest.fixture(scope="module")
 def tf1_runs():
-    return {n: parse_numbers(check_ok(run_cli(
-        "run", "--replicas", str(n), os.path.join(EXAMPLES, "tf1_linear_regression.py"))).stdout)
-        for n in (1, 2, 8)}
+    return lazy_runs(lambda n: parse_numbers(check_ok(run_cli(
+        "run", "--replicas", str(n), os.path.join(EXAMPLES, "tf1_linear_regression.py"))).stdout))
 
 
 @pytest.fixture(scope="module")
 def tf2_runs():
-    return {n: parse_numbers(check_ok(run_cli(
-        "run", "--replicas", str(n), os.path.join(EXAMPLES, "tf2_custom_training_loop.py"))).stdout)
-        for n in (1, 2, 8)}
+    return lazy_runs(lambda n: parse_numbers(check_ok(run_cli(
+        "run", "--replicas", str(n), os.path.join(EXAMPLES, "tf2_custom_training_loop.py"))).stdout))
 
 
 def _full_batch_sgd_reference():

@@ -31,6 +31,9 @@ _TAIL_LINES = 40
 # that needs longer sets --tpu-compat-child-timeout (or the ini option).
 DEFAULT_TIMEOUT_SECONDS = 600.0
 
+# The pytest plugin module, which a child pytest must load under the parent's name.
+_PLUGIN_MODULE = "tpu_compat.pytest_plugin"
+
 
 def add_internal_options(group):
     group.addoption(_REPORT_TO, dest="tpu_compat_report_to", metavar="FILE",
@@ -67,8 +70,10 @@ def _plugin_name(config):
     given with ``-p`` or ``pytest_plugins``. Loading it under another name
     too would make pytest refuse the duplicate registration.
     """
-    from tpu_compat import pytest_plugin  # pylint: disable=import-outside-toplevel
-    return config.pluginmanager.get_name(pytest_plugin) or "tpu_compat.pytest_plugin"
+    # The plugin module is loaded (it calls this), so it is looked up, not
+    # imported: this module stays below pytest_plugin, with no import circle.
+    plugin = sys.modules.get(_PLUGIN_MODULE)
+    return (config.pluginmanager.get_name(plugin) if plugin is not None else None) or _PLUGIN_MODULE
 
 
 def _test_argument(item):

@@ -12,9 +12,9 @@ import math
 import os
 
 from tpu_compat import _config, settings
-from tpu_compat.commands.regress import (DEFAULT_TIMEOUT_SECONDS, _interruptible,
-                                         _non_negative_float, _number_type,
-                                         _positive_float)
+from tpu_compat.commands.regress import (DEFAULT_TIMEOUT_SECONDS, interruptible,
+                                         non_negative_float, number_type,
+                                         positive_float)
 from tpu_compat.exit_codes import EXIT_FAILURE, EXIT_OK, UsageError
 from tpu_compat.regress import measure, numerics_diff, script_process
 
@@ -38,25 +38,25 @@ def register(subparsers):
                         help="arguments passed to the script unchanged")
     settings.add_flags(parser, settings.REGRESS, names=_SETTINGS)
     parser.add_argument("--timeout", metavar="SECONDS", default=DEFAULT_TIMEOUT_SECONDS,
-                        type=_positive_float("--timeout"),
+                        type=positive_float("--timeout"),
                         help=f"per run (default: {DEFAULT_TIMEOUT_SECONDS:g})")
     parser.add_argument("--top", metavar="K", default=LISTED_NUMBERS,
-                        type=_number_type("--top", _config.non_negative_int),
+                        type=number_type("--top", _config.non_negative_int),
                         help=f"numbers listed, most moved first (default: {LISTED_NUMBERS})")
-    parser.add_argument("--rtol", metavar="R", type=_non_negative_float("--rtol"),
+    parser.add_argument("--rtol", metavar="R", type=non_negative_float("--rtol"),
                         help="exit 1 when a number moved by more than R relative "
                              "(default: report only)")
     seed_row = settings.row("seed")
     default_seed = seed_row.default(settings.REGRESS)
     seed = parser.add_mutually_exclusive_group()
     seed.add_argument(seed_row.flag, metavar=seed_row.metavar, dest="seed",
-                      type=_number_type(seed_row.flag, seed_row.parse), default=default_seed,
+                      type=number_type(seed_row.flag, seed_row.parse), default=default_seed,
                       help=f"seed Python, NumPy and TensorFlow RNGs before each run "
                            f"(default: {default_seed})")
     seed.add_argument("--no-seed", dest="seed", action="store_const", const=None,
                       help="leave the RNGs unseeded (the two runs then differ for that "
                            "reason too)")
-    parser.set_defaults(handler=_interruptible("numerics-diff", run_numerics_diff))
+    parser.set_defaults(handler=interruptible("numerics-diff", run_numerics_diff))
 
 
 def _number(value):

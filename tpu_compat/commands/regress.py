@@ -44,7 +44,7 @@ def register(subparsers):
     regress.add_argument("--junit-xml", metavar="FILE",
                          help="also write the results as JUnit XML")
     _add_run_arguments(regress)
-    regress.set_defaults(handler=_interruptible("regress", run_regress))
+    regress.set_defaults(handler=interruptible("regress", run_regress))
 
     verify_parser = subparsers.add_parser(
         "verify", help="check that a migrated script computes what the legacy one did",
@@ -55,10 +55,10 @@ def register(subparsers):
     verify_parser.add_argument("migrated", metavar="MIGRATED.py",
                                help="its migrated version")
     _add_run_arguments(verify_parser)
-    verify_parser.set_defaults(handler=_interruptible("verify", run_verify))
+    verify_parser.set_defaults(handler=interruptible("verify", run_verify))
 
 
-def _interruptible(command, handler):
+def interruptible(command, handler):
     """``handler`` with Ctrl-C as exit code 130 and SIGTERM/SIGHUP as 128+N.
 
     script_process has killed the running script's process group by the time
@@ -78,24 +78,24 @@ def _interruptible(command, handler):
 def _add_run_arguments(parser):
     settings.add_flags(parser, settings.REGRESS, names=_SETTINGS)
     parser.add_argument("--timeout", metavar="SECONDS", default=DEFAULT_TIMEOUT_SECONDS,
-                        type=_positive_float("--timeout"),
+                        type=positive_float("--timeout"),
                         help=f"per script (default: {DEFAULT_TIMEOUT_SECONDS:g})")
-    parser.add_argument("--rtol", metavar="R", type=_non_negative_float("--rtol"),
+    parser.add_argument("--rtol", metavar="R", type=non_negative_float("--rtol"),
                         help=f"relative tolerance (default: {compare.DEFAULT_RTOL:g})")
-    parser.add_argument("--atol", metavar="A", type=_non_negative_float("--atol"),
+    parser.add_argument("--atol", metavar="A", type=non_negative_float("--atol"),
                         help=f"absolute tolerance (default: {compare.DEFAULT_ATOL:g})")
     seed_row = settings.row("seed")
     default_seed = seed_row.default(settings.REGRESS)
     seed = parser.add_mutually_exclusive_group()
     seed.add_argument(seed_row.flag, metavar=seed_row.metavar, dest="seed",
-                      type=_number_type(seed_row.flag, seed_row.parse), default=default_seed,
+                      type=number_type(seed_row.flag, seed_row.parse), default=default_seed,
                       help=f"seed Python, NumPy and TensorFlow RNGs before each script "
                            f"(default: {default_seed}; a script's own seeding wins)")
     seed.add_argument("--no-seed", dest="seed", action="store_const", const=None,
                       help="leave the RNGs unseeded")
 
 
-def _number_type(name, parse):
+def number_type(name, parse):
     """An argparse type: ``parse`` (a :mod:`tpu_compat._config` parser) naming ``name``.
 
     Its error is a UsageError (one line, exit 2), which argparse lets through.
@@ -108,12 +108,12 @@ def _number_type(name, parse):
     return convert
 
 
-def _positive_float(name):
-    return _number_type(name, _config.positive_seconds)
+def positive_float(name):
+    return number_type(name, _config.positive_seconds)
 
 
-def _non_negative_float(name):
-    return _number_type(name, _config.non_negative_number)
+def non_negative_float(name):
+    return number_type(name, _config.non_negative_number)
 
 
 def _run_options(args):
