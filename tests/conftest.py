@@ -115,6 +115,11 @@ SLOW_IN_CI = (
     "tests/test_infeed_outfeed.py::*[[]1-*",
     "tests/test_infeed_outfeed.py::*[[]2-*",
     "tests/test_keras.py::test_tf115_graph_fit_runs_steps_per_run_steps_per_host_call[[]2[]]",
+    # Also slow for a TensorFlow stall seen under load: closing Keras's graph
+    # session after this fit can wait minutes in the tf.data iterator's
+    # destructor for the autotune thread (gdb: RootDataset::Iterator dtor ->
+    # UnboundedThreadPool, Model::OptimizeLoop); [1] keeps the claim in CI.
+    "tests/test_keras.py::test_tf115_graph_fit_runs_steps_per_run_steps_per_host_call[[]8[]]",
     "tests/test_keras.py::test_eager_eras_match_one_device[[]1[]]",
     "tests/test_keras.py::test_eager_eras_match_one_device[[]2[]]",
     "tests/test_examples.py::test_tf2_example_is_independent_of_the_replica_count[[]2[]]",
@@ -127,6 +132,10 @@ SLOW_IN_CI = (
     "tests/test_backend.py::test_auto_emulates_8_cores_without_contacting_anything[[]my-old*",
     "tests/test_backend.py::test_asking_for_missing_hardware_is_a_clear_error[[]gpu*",
     "tests/test_pod_faults.py::test_tf_config_two_machine_recipe_on_loopback",
+    "tests/test_pod_docs.py::test_chief_joins_the_workers_tf_config_names",
+    # 1 and 2 hosts of the TF 1.13-1.15 session idiom; test_pod_devices and the
+    # pod fault tests keep a pod's sessions in CI.
+    "tests/test_pod_session_idiom.py::*",
 )
 
 

@@ -12,7 +12,8 @@ import math
 import os
 
 from tpu_compat import _config, settings
-from tpu_compat.commands.regress import (DEFAULT_TIMEOUT_SECONDS, interruptible,
+from tpu_compat.commands.regress import (DEFAULT_TIMEOUT_SECONDS, add_seed_arguments,
+                                         interruptible,
                                          non_negative_float, number_type,
                                          positive_float)
 from tpu_compat.exit_codes import EXIT_FAILURE, EXIT_OK, UsageError
@@ -46,16 +47,8 @@ def register(subparsers):
     parser.add_argument("--rtol", metavar="R", type=non_negative_float("--rtol"),
                         help="exit 1 when a number moved by more than R relative "
                              "(default: report only)")
-    seed_row = settings.row("seed")
-    default_seed = seed_row.default(settings.REGRESS)
-    seed = parser.add_mutually_exclusive_group()
-    seed.add_argument(seed_row.flag, metavar=seed_row.metavar, dest="seed",
-                      type=number_type(seed_row.flag, seed_row.parse), default=default_seed,
-                      help=f"seed Python, NumPy and TensorFlow RNGs before each run "
-                           f"(default: {default_seed})")
-    seed.add_argument("--no-seed", dest="seed", action="store_const", const=None,
-                      help="leave the RNGs unseeded (the two runs then differ for that "
-                           "reason too)")
+    add_seed_arguments(parser, "run",
+                       unseeded_note=" (the two runs then differ for that reason too)")
     parser.set_defaults(handler=interruptible("numerics-diff", run_numerics_diff))
 
 
