@@ -116,6 +116,26 @@ class TPUDistributionStrategy:
         return cores
 
 
+
+def _refuse_dataset(method):
+    raise ValueError(
+        "Taking a Dataset directly is not yet supported. Please wrap your dataset "
+        f"construction code in a function and pass that to {method} instead.")
+
+
+def _era_input(x, y, steps, steps_name, method):
+    """``x`` as fit and evaluate of TF 1.13's keras_support.py checked it: a
+    Dataset refused, an input_fn only with its steps and without ``y``."""
+    if isinstance(x, tf.data.Dataset):
+        _refuse_dataset(method)
+    if callable(x):
+        if steps is None:
+            raise ValueError("When using tf.data as input to a model, you should "
+                             f"specify the {steps_name} argument.")
+        if y is not None:
+            raise ValueError("When using tf.data as input to a model, y must be None")
+    return x
+
 class KerasTPUModel:
     """The model ``keras_to_tpu_model`` returns (keras_support.py's ``KerasTPUModel``).
 
@@ -196,16 +216,9 @@ class KerasTPUModel:
         """``fit(input_fn, steps_per_epoch=N)`` or ``fit(x, y, batch_size=GLOBAL)``."""
         kwargs.pop("_pipeline", None)  # keras_support.py's private switch
         cores = self._num_cores
-        if isinstance(x, tf.data.Dataset) or isinstance(validation_data, tf.data.Dataset):
-            raise ValueError(
-                "Taking a Dataset directly is not yet supported. Please wrap your "
-                "dataset construction code in a function and pass that to fit instead.")
-        if callable(x):
-            if steps_per_epoch is None:
-                raise ValueError("When using tf.data as input to a model, you should "
-                                 "specify the steps_per_epoch argument.")
-            if y is not None:
-                raise ValueError("When using tf.data as input to a model, y must be None")
+        if isinstance(validation_data, tf.data.Dataset):
+            _refuse_dataset("fit")
+        if callable(_era_input(x, y, steps_per_epoch, "steps_per_epoch", "fit")):
             x = global_batches(x, cores, "x")
             batch_size = None
         else:
@@ -243,17 +256,7 @@ class KerasTPUModel:
                  steps=None, **kwargs):
         """``evaluate(input_fn, steps=N)`` or ``evaluate(x, y, batch_size=GLOBAL)``."""
         cores = self._num_cores
-        if isinstance(x, tf.data.Dataset):
-            raise ValueError(
-                "Taking a Dataset directly is not yet supported. Please wrap your "
-                "dataset construction code in a function and pass that to evaluate "
-                "instead.")
-        if callable(x):
-            if steps is None:
-                raise ValueError("When using tf.data as input to a model, you should "
-                                 "specify the steps argument.")
-            if y is not None:
-                raise ValueError("When using tf.data as input to a model, y must be None")
+        if callable(_era_input(x, y, steps, "steps", "evaluate")):
             x = global_batches(x, cores, "x")
         else:
             if batch_size is None and steps is None:
