@@ -55,6 +55,11 @@ from tensorflow.python.distribute.cluster_resolver.tpu import (
 # compute_batch_size / replicate: tf.data's per-replica batch arithmetic (adapter.py);
 # no public API.
 from tensorflow.python.data.experimental.ops import distribute as tf_data_distribute
+# _create_device_dataset: the per-device pipeline of a MultiDeviceIterator, which
+# graph-mode distributed input is read through (device_input.py); same signature
+# (prototype_ds, incarnation_id, prefetch_buffer_size, experimental_slack) in TF
+# 2.16 to 2.21; no public API.
+from tensorflow.python.data.ops import multi_device_iterator_ops
 
 # -- the TPU library ------------------------------------------------------------------
 # Topology: the emulated slice's (topology.py); public as tf.tpu.experimental.Topology.

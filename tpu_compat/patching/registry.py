@@ -80,6 +80,11 @@ def _empty_batches(installation):
     empty_batches.guard_empty_batches(installation.changes)
 
 
+def _device_input(installation):
+    from tpu_compat.runtime import device_input  # pylint: disable=import-outside-toplevel
+    device_input.quiet_device_pipelines(installation.changes)
+
+
 def _numerics(installation):
     from tpu_compat.runtime import numerics  # pylint: disable=import-outside-toplevel
     numerics.install(installation.changes)
@@ -133,6 +138,9 @@ PATCHES = (
     Patch("empty batches", _empty_batches,
           "with oneDNN on, the emulated replicas' convolutions give an empty batch "
           "a TPU core's result (runtime/empty_batches)"),
+    Patch("device input", _device_input,
+          "graph-mode per-device input pipelines on the emulated TPU run without "
+          "tf.data autotuning, so closing a session does not stall (runtime/device_input)"),
     Patch("numerics", _numerics,
           "--numerics tpu: the gen_*_ops functions of float32 matmuls, einsums and "
           "convolutions round their operands in replica steps (runtime/numerics)"),
