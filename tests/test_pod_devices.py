@@ -1,5 +1,8 @@
 """Device names of a pod program land on the emulated pod's hosts."""
 
+import json
+
+import numpy as np
 import pytest
 
 from conftest import check_ok, run_scenario
@@ -24,3 +27,15 @@ def test_host_and_core_names_map_onto_the_pod_workers():
     }
     assert ("ERROR '/job:worker/task:2' names task 2 of the TPU host job 'worker', "
             "but the emulated TPU has 2 host(s)") in result.stdout
+
+
+def test_keras_predict_on_a_pod_returns_rows_in_input_order():
+    result = check_ok(run_scenario("pod_predict.py", 4, env={"TPU_COMPAT_NUM_HOSTS": "2"}))
+    assert "HOSTS: 2" in result.stdout
+    line = next(l for l in result.stdout.splitlines() if l.startswith("PREDICT "))
+    predicted = json.loads(line[len("PREDICT "):])
+    want = np.array(predicted["want"])
+    # numpy input, partial last batch included; a dataset of whole batches.
+    np.testing.assert_allclose(predicted["numpy"], want, rtol=1e-6)
+    np.testing.assert_allclose(predicted["dataset"], want[:len(predicted["dataset"])], rtol=1e-6)
+    assert len(predicted["numpy"]) == 36 and len(predicted["dataset"]) == 32

@@ -64,7 +64,9 @@ def _patch_tf_keras(state, package):
     from tf_keras.src.engine import training_utils_v1
     from tf_keras.src.metrics import base_metric
 
-    from tpu_compat.runtime import keras_era
+    from tpu_compat.runtime import keras_era, keras_pod
+    state.replace(training, "_is_tpu_multi_host",
+                  keras_pod.emulated_pods_are_tpu_pods(training._is_tpu_multi_host))  # pylint: disable=protected-access
     state.add(training.Model, "compile",
               tf_keras_compile(training.Model.compile))
     state.add(base_metric.Metric, "add_weight",
