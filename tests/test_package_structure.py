@@ -352,3 +352,83 @@ def test_each_exception_is_documented(module):
         text = doc.read()
     section = text[text.index("## Imports between modules"):]
     assert module.removeprefix("tpu_compat.").replace(".", "/") in section
+
+
+# -- issue 21's counts: one import interceptor, one call-site decider --------------------
+# (one TF_CONFIG reader: tests/test_pod_package.py; one definition of each setting's
+# default: tests/test_settings.py)
+
+def _import_interceptions(tree):
+    """Lines that replace ``builtins.__import__`` or change ``sys.meta_path``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                target = target.value if isinstance(target, ast.Subscript) else target
+                if isinstance(target, ast.Attribute) and target.attr in ("__import__", "meta_path"):
+                    found.append(node.lineno)
+        elif isinstance(node, ast.Call):
+            called = getattr(node.func, "attr", getattr(node.func, "id", None))
+            names = {arg.value for arg in node.args if isinstance(arg, ast.Constant)}
+            owner = getattr(node.func, "value", None)
+            if called in ("setattr", "replace") and names & {"__import__", "meta_path"}:
+                found.append(node.lineno)  # changes.replace(builtins, "__import__", ...)
+            elif (isinstance(owner, ast.Attribute) and owner.attr == "meta_path"
+                  and called in ("insert", "append", "extend")):
+                found.append(node.lineno)
+    return sorted(found)
+
+
+# What walks the stack or judges a frame by its code: only _callsite. The runner
+# collects a traceback's frames (traceback.walk_tb) and _callsite decides which
+# it shows; deprecation passes the frame _callsite chose to warnings.warn_explicit.
+_FRAME_WALKS = {"f_back", "tb_next"}
+_FRAME_FUNCTIONS = {"stack", "currentframe", "getouterframes", "getinnerframes",
+                    "extract_stack", "walk_stack", "format_stack", "print_stack"}
+_FRAME_FACTS = {"co_filename", "f_globals"}
+_FRAME_FACT_READERS = {"tpu_compat._callsite", "tpu_compat.deprecation"}
+
+
+def _call_site_decisions(tree, reads_facts):
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and (
+                node.attr in _FRAME_WALKS or (node.attr in _FRAME_FACTS and not reads_facts)):
+            found.append(node.lineno)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and isinstance(node.func.value, ast.Name)
+              and node.func.value.id in ("inspect", "traceback")
+              and node.func.attr in _FRAME_FUNCTIONS):
+            found.append(node.lineno)
+    return sorted(set(found))
+
+
+def test_the_count_checks_see_what_they_count():
+    tree = ast.parse("import builtins, sys, inspect, traceback\n"
+                     "builtins.__import__ = wrapper\n"
+                     "setattr(builtins, '__import__', wrapper)\n"
+                     "changes.replace(builtins, '__import__', wrapper)\n"
+                     "sys.meta_path.insert(0, finder)\n"
+                     "sys.meta_path[:] = []\n"
+                     "caller = frame.f_back\n"
+                     "here = frame.f_code.co_filename\n"
+                     "frames = inspect.stack()\n"
+                     "summary = traceback.extract_stack()\n"
+                     "frames = list(traceback.walk_tb(tb))\n")
+    assert _import_interceptions(tree) == [2, 3, 4, 5, 6]
+    assert _call_site_decisions(tree, reads_facts=False) == [7, 8, 9, 10]
+    assert _call_site_decisions(tree, reads_facts=True) == [7, 9, 10]
+
+
+def test_one_import_interceptor():
+    """Only the import router wraps ``__import__`` or adds a meta-path finder."""
+    found = {module for module in MODULES if _import_interceptions(_tree(module))}
+    assert found == {"tpu_compat.patching.import_router"}
+
+
+def test_one_call_site_decider():
+    """Only _callsite walks frames and judges them by their code (issue 21 found five)."""
+    found = {module: lines for module in sorted(MODULES)
+             if (lines := _call_site_decisions(_tree(module), module in _FRAME_FACT_READERS))}
+    assert set(found) == {"tpu_compat._callsite"}, found
