@@ -73,8 +73,9 @@ from tensorflow.python.tpu import tpu_system_metadata as metadata_lib
 # -- graphs, devices, eager -----------------------------------------------------------
 # device / device_v2: patched (devices.py: tf.device and with ops.device); estimator/'s
 # input pipeline places ops on the backend's own host names with the unpatched
-# ops.device; EagerTensor (no public class); the others runtime/ and lowlevel/ read (get_default_graph,
-# inside_function, init_scope, name_scope, RegisterGradient, ...) have public twins.
+# ops.device; EagerTensor (no public class); the others runtime/ and lowlevel/ read
+# (get_default_graph, inside_function, init_scope, name_scope, RegisterGradient, ...)
+# have public twins.
 from tensorflow.python.framework import ops
 # list_logical_devices / list_physical_devices: patched (devices.py), the functions
 # tf.config exports; get_soft_device_placement is tf.config's.
@@ -104,7 +105,8 @@ from tensorflow.python.ops import gen_nn_ops
 from tensorflow.python.ops import math_ops
 # gen_math_ops / gen_linalg_ops (and gen_nn_ops above): the generated op wrappers
 # numerics.py patches for --numerics tpu (matmuls, einsum; conv in gen_nn_ops); TF's
-# public functions and gradients call them from these modules.
+# public functions and gradients call them from these modules, which `import tensorflow`
+# loads itself.
 from tensorflow.python.ops import gen_linalg_ops
 from tensorflow.python.ops import gen_math_ops
 # custom_gradient: numerics.py's bfloat16 rounding passes its gradient through
