@@ -147,3 +147,10 @@ def test_tf_config_of_an_emulated_pods_chief_is_not_an_estimator_cluster():
                "task": {"type": "worker", "index": 0}}
     with pytest.raises(ValueError, match="describes a cluster of 3 tasks"):
         run_config.check_no_cluster({"TF_CONFIG": json.dumps(workers)})
+    # A chief whose host count disagrees is no pod here: a cluster (the backend
+    # reports the disagreement); a TF_CONFIG that is not JSON says so.
+    with pytest.raises(ValueError, match=r"describes a cluster of 2 tasks \(worker\)"):
+        run_config.check_no_cluster({"TF_CONFIG": json.dumps(pod), "TPU_COMPAT_NUM_HOSTS": "3"})
+    with pytest.raises(ValueError, match="^TF_CONFIG is not valid JSON: Expecting"):
+        run_config.check_no_cluster({"TF_CONFIG": "{"})
+    assert run_config.check_no_cluster({}) == {}

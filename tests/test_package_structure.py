@@ -240,26 +240,85 @@ def test_modules_stay_under_400_lines():
         f"over {MAX_LINES} lines: {long}; split by job (docs/architecture.md)")
 
 
-def _tensorflow_internal_imports(module):
-    return [f"{module}:{node.lineno}" for node in ast.walk(_tree(module))
+# Modules where ``tensorflow.python...`` appears only as data: strings naming modules
+# that are matched, redirected or served by name, never imported for tpu_compat's use.
+TF_INTERNALS_AS_DATA = {
+    "tpu_compat.legacy.records":
+        "the legacy table: the TensorFlow targets its hooks wrap and its rules name",
+    "tpu_compat.patching.import_router":
+        "the router's REDIRECTS table: the program's imports each route serves",
+    "tpu_compat.runtime.keras_imports":
+        "the program's tensorflow.python.keras imports, served from tf_keras",
+    "tpu_compat.contrib.submodules":
+        "tf.contrib's name table: the \"module:attribute\" each name serves, "
+        "resolved when the program reads it",
+    "tpu_compat.contrib.deep_imports":
+        "TF 1.15's deep contrib import paths: the same kind of name table",
+}
+
+
+def _docstrings(tree):
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)}
+
+
+def _tensorflow_internal_imports(tree):
+    """``import`` statements of ``tensorflow.python...``, in functions too."""
+    return [node.lineno for node in ast.walk(tree)
             if (isinstance(node, ast.ImportFrom) and not node.level
                 and node.module.startswith("tensorflow.python"))
             or (isinstance(node, ast.Import) and any(
                 alias.name.startswith("tensorflow.python") for alias in node.names))]
 
 
-def test_runtime_and_lowlevel_import_tensorflow_internals_only_through_tf_internals():
-    runtime = [module for module in MODULES
-               if module.startswith(("tpu_compat.runtime.", "tpu_compat.lowlevel"))]
-    assert [line for module in sorted(runtime)
-            for line in _tensorflow_internal_imports(module)] == []
-    assert _tensorflow_internal_imports("tpu_compat._tf_internals")
-    assert "tpu_compat._tf_internals" in _graph(in_functions=False)["tpu_compat.runtime.emulated"]
+def _tensorflow_internal_names(tree):
+    """Strings (f-strings too, not docstrings) naming a ``tensorflow.python...`` module:
+    what ``importlib.import_module`` or ``sys.modules`` would be given."""
+    docstrings = _docstrings(tree)
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and node.value.startswith("tensorflow.python") and id(node) not in docstrings]
+
+
+def test_the_tensorflow_internals_checks_see_each_kind_of_use():
+    source = ('"""tensorflow.python.x in a docstring."""\n'
+              "import tensorflow as tf\n"
+              "def f(name):\n"
+              "    from tensorflow.python.ops import gen_nn_ops\n"
+              "    import tensorflow.python.eager.remote\n"
+              "    sys.modules.get('tensorflow.python.framework.errors_impl')\n"
+              "    return importlib.import_module(f'tensorflow.python.ops.{name}')\n")
+    tree = ast.parse(source)
+    assert _tensorflow_internal_imports(tree) == [4, 5]
+    assert sorted(_tensorflow_internal_names(tree)) == [6, 7]
+
+
+def test_tensorflow_internals_are_imported_only_through_tf_internals():
+    imports, names = [], []
+    for module in sorted(set(MODULES) - {"tpu_compat._tf_internals"}):
+        tree = _tree(module)
+        imports += [f"{module}:{line}" for line in _tensorflow_internal_imports(tree)]
+        if module not in TF_INTERNALS_AS_DATA:
+            names += [f"{module}:{line}" for line in _tensorflow_internal_names(tree)]
+    assert imports == [], "import it in tpu_compat/_tf_internals.py, saying why"
+    assert names == [], "import it in tpu_compat/_tf_internals.py, or list the data here"
+    assert _tensorflow_internal_imports(_tree("tpu_compat._tf_internals"))
+    graph = _graph(in_functions=False)
+    assert "tpu_compat._tf_internals" in graph["tpu_compat.runtime.emulated"]
+    assert "tpu_compat._tf_internals" in graph["tpu_compat.estimator.estimator"]
+
+
+@pytest.mark.parametrize("module", sorted(TF_INTERNALS_AS_DATA))
+def test_each_module_of_tensorflow_names_as_data_holds_some(module):
+    # An exemption whose module no longer names a tensorflow.python module goes.
+    assert _tensorflow_internal_names(_tree(module))
 
 
 def test_each_tensorflow_internal_says_why():
     # Each import (or group of adjacent imports) under a comment saying what
-    # runtime/ takes from it and which public API is missing.
+    # tpu_compat takes from it and which public API is missing.
     with open(MODULES["tpu_compat._tf_internals"], encoding="utf-8") as source:
         lines = source.read().splitlines()
     bare = []
@@ -293,3 +352,83 @@ def test_each_exception_is_documented(module):
         text = doc.read()
     section = text[text.index("## Imports between modules"):]
     assert module.removeprefix("tpu_compat.").replace(".", "/") in section
+
+
+# -- issue 21's counts: one import interceptor, one call-site decider --------------------
+# (one TF_CONFIG reader: tests/test_pod_package.py; one definition of each setting's
+# default: tests/test_settings.py)
+
+def _import_interceptions(tree):
+    """Lines that replace ``builtins.__import__`` or change ``sys.meta_path``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                target = target.value if isinstance(target, ast.Subscript) else target
+                if isinstance(target, ast.Attribute) and target.attr in ("__import__", "meta_path"):
+                    found.append(node.lineno)
+        elif isinstance(node, ast.Call):
+            called = getattr(node.func, "attr", getattr(node.func, "id", None))
+            names = {arg.value for arg in node.args if isinstance(arg, ast.Constant)}
+            owner = getattr(node.func, "value", None)
+            if called in ("setattr", "replace") and names & {"__import__", "meta_path"}:
+                found.append(node.lineno)  # changes.replace(builtins, "__import__", ...)
+            elif (isinstance(owner, ast.Attribute) and owner.attr == "meta_path"
+                  and called in ("insert", "append", "extend")):
+                found.append(node.lineno)
+    return sorted(found)
+
+
+# What walks the stack or judges a frame by its code: only _callsite. The runner
+# collects a traceback's frames (traceback.walk_tb) and _callsite decides which
+# it shows; deprecation passes the frame _callsite chose to warnings.warn_explicit.
+_FRAME_WALKS = {"f_back", "tb_next"}
+_FRAME_FUNCTIONS = {"stack", "currentframe", "getouterframes", "getinnerframes",
+                    "extract_stack", "walk_stack", "format_stack", "print_stack"}
+_FRAME_FACTS = {"co_filename", "f_globals"}
+_FRAME_FACT_READERS = {"tpu_compat._callsite", "tpu_compat.deprecation"}
+
+
+def _call_site_decisions(tree, reads_facts):
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and (
+                node.attr in _FRAME_WALKS or (node.attr in _FRAME_FACTS and not reads_facts)):
+            found.append(node.lineno)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and isinstance(node.func.value, ast.Name)
+              and node.func.value.id in ("inspect", "traceback")
+              and node.func.attr in _FRAME_FUNCTIONS):
+            found.append(node.lineno)
+    return sorted(set(found))
+
+
+def test_the_count_checks_see_what_they_count():
+    tree = ast.parse("import builtins, sys, inspect, traceback\n"
+                     "builtins.__import__ = wrapper\n"
+                     "setattr(builtins, '__import__', wrapper)\n"
+                     "changes.replace(builtins, '__import__', wrapper)\n"
+                     "sys.meta_path.insert(0, finder)\n"
+                     "sys.meta_path[:] = []\n"
+                     "caller = frame.f_back\n"
+                     "here = frame.f_code.co_filename\n"
+                     "frames = inspect.stack()\n"
+                     "summary = traceback.extract_stack()\n"
+                     "frames = list(traceback.walk_tb(tb))\n")
+    assert _import_interceptions(tree) == [2, 3, 4, 5, 6]
+    assert _call_site_decisions(tree, reads_facts=False) == [7, 8, 9, 10]
+    assert _call_site_decisions(tree, reads_facts=True) == [7, 9, 10]
+
+
+def test_one_import_interceptor():
+    """Only the import router wraps ``__import__`` or adds a meta-path finder."""
+    found = {module for module in MODULES if _import_interceptions(_tree(module))}
+    assert found == {"tpu_compat.patching.import_router"}
+
+
+def test_one_call_site_decider():
+    """Only _callsite walks frames and judges them by their code (issue 21 found five)."""
+    found = {module: lines for module in sorted(MODULES)
+             if (lines := _call_site_decisions(_tree(module), module in _FRAME_FACT_READERS))}
+    assert set(found) == {"tpu_compat._callsite"}, found

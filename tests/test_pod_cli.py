@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import types
 
 import pytest
 
@@ -250,6 +251,23 @@ def test_pod_errors_are_tpu_compats_own_and_printed_once(monkeypatch):
 def test_without_a_pod_errors_are_the_programs_own():
     assert pod_session.current_pod() is None
     assert pod_faults.failure_behind(RuntimeError("the program's own")) is None
+
+
+def test_tensorflow_errors_are_told_by_the_programs_tensorflow(monkeypatch):
+    # A worker's death reaches the program as a tf.errors.OpError (UnavailableError);
+    # the pod asks the TensorFlow the program loaded and never loads it.
+    class OpError(Exception):
+        pass
+
+    loaded = types.ModuleType("tensorflow")
+    loaded.errors = types.SimpleNamespace(OpError=OpError)
+    monkeypatch.setitem(sys.modules, "tensorflow", loaded)
+    assert pod_faults._is_tensorflow_error(OpError())  # pylint: disable=protected-access
+    assert not pod_faults._is_tensorflow_error(RuntimeError())  # pylint: disable=protected-access
+    monkeypatch.setitem(sys.modules, "tensorflow", types.ModuleType("tensorflow"))  # importing
+    assert not pod_faults._is_tensorflow_error(OpError())  # pylint: disable=protected-access
+    monkeypatch.delitem(sys.modules, "tensorflow")
+    assert not pod_faults._is_tensorflow_error(OpError())  # pylint: disable=protected-access
 
 
 # -- worker logs and the health check (no TensorFlow, no worker process) ---------------

@@ -100,6 +100,70 @@ def test_tf_config_is_parsed_in_pod_config_only():
     assert readers == [os.path.join("pod", "config.py")]
 
 
+_TF_CONFIG_PARSERS = ("parse_tf_config", "cluster_task_count")
+
+
+def _names_tf_config(node):
+    return ((isinstance(node, ast.Constant) and node.value == pod_config.TF_CONFIG_VAR)
+            or (isinstance(node, ast.Name) and node.id == "TF_CONFIG_VAR")
+            or (isinstance(node, ast.Attribute) and node.attr == "TF_CONFIG_VAR"))
+
+
+def _tf_config_reads(tree):
+    """Lines that read TF_CONFIG from an environment, parse it, or have TF read it."""
+    found = []
+    names_it = any(_names_tf_config(node) for node in ast.walk(tree))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            read = _names_tf_config(node.slice)  # environ["TF_CONFIG"]
+        elif isinstance(node, ast.Compare):
+            read = (_names_tf_config(node.left)  # "TF_CONFIG" in environ
+                    and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops))
+        elif isinstance(node, ast.Call):
+            called = getattr(node.func, "attr", getattr(node.func, "id", None))
+            read = ((called in ("get", "getenv") and node.args  # environ.get(...)
+                     and _names_tf_config(node.args[0]))
+                    or called in _TF_CONFIG_PARSERS  # pod/config's parser
+                    or (names_it and called in ("load", "loads"))  # json.loads(...)
+                    or called == "TFConfigClusterResolver")  # TensorFlow's reader
+        else:
+            read = False
+        if read:
+            found.append(node.lineno)
+    return sorted(found)
+
+
+def test_the_tf_config_read_check_sees_each_kind_of_read():
+    source = ("import json, os\n"
+              "from tpu_compat.pod.config import TF_CONFIG_VAR\n"
+              "a = os.environ['TF_CONFIG']\n"
+              "b = os.environ.get(TF_CONFIG_VAR, '')\n"
+              "c = os.getenv('TF_CONFIG')\n"
+              "d = 'TF_CONFIG' in os.environ\n"
+              "e = json.loads(b)\n"
+              "f = pod_config.parse_tf_config(os.environ)\n"
+              "g = pod_config.cluster_task_count(f)\n"
+              "h = tf.distribute.cluster_resolver.TFConfigClusterResolver()\n"
+              "os.environ.pop('TF_CONFIG', None)\n"
+              "print(f'{TF_CONFIG_VAR} is not valid JSON')\n")
+    assert _tf_config_reads(ast.parse(source)) == [3, 4, 5, 6, 7, 8, 9, 10]
+
+
+def test_only_pod_config_reads_or_parses_tf_config():
+    """RunConfig, the worker and the chief get TF_CONFIG's views from pod/config.py;
+    pod/launch.py only removes it from its workers' environment."""
+    readers = {}
+    for folder, _, names in os.walk(PACKAGE):
+        for name in names:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8") as source:
+                    lines = _tf_config_reads(ast.parse(source.read(), path))
+                if lines:
+                    readers[os.path.relpath(path, PACKAGE)] = lines
+    assert set(readers) == {os.path.join("pod", "config.py")}, readers
+
+
 def test_the_three_readers_of_one_tf_config():
     workers = ["m1:2222", "m2:2222"]
     chief = {"TF_CONFIG": json.dumps({"cluster": {"worker": workers},
@@ -113,6 +177,12 @@ def test_the_three_readers_of_one_tf_config():
     assert pod_config.worker_task(worker) == (workers, "worker", 1)
     assert pod_config.worker_task({}) is None and pod_config.parse_tf_config({" ": ""}) is None
     assert pod_config.cluster_task_count(json.loads(worker["TF_CONFIG"])) == {"worker": 2}
+    # The Estimator's view: a pod's chief is no cluster of Estimator tasks.
+    assert pod_config.estimator_cluster(chief) == (json.loads(chief["TF_CONFIG"]), {}, True)
+    assert pod_config.estimator_cluster(worker)[1:] == ({"worker": 2}, False)
+    assert pod_config.estimator_cluster({**chief, "TPU_COMPAT_NUM_HOSTS": "3"})[1:] == (
+        {"worker": 2}, False)
+    assert pod_config.estimator_cluster({}) is None
     with pytest.raises(ValueError):
         pod_config.parse_tf_config({"TF_CONFIG": "{"})
     with pytest.raises(KeyError):

@@ -100,7 +100,7 @@ def autograph_source(filename, lineno):
     if "__autograph_generated_file" not in filename:
         return None
     try:
-        from tensorflow.python.util import tf_stack  # pylint: disable=import-outside-toplevel
+        from tpu_compat._tf_internals import tf_stack  # pylint: disable=import-outside-toplevel
         mapper = tf_stack._source_mapper_stacks[threading.get_ident()][-1]  # pylint: disable=protected-access
         origin = mapper.get_effective_source_map().get((filename, lineno))
     except Exception:  # pylint: disable=broad-except

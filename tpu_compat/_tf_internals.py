@@ -1,17 +1,22 @@
-"""Every TensorFlow private module (``tensorflow.python...``) that runtime/ and lowlevel/ use.
+"""Every TensorFlow private module (``tensorflow.python...``) that tpu_compat uses.
 
 One place to look when a TensorFlow release moves or changes one: each entry
-says what runtime/ or lowlevel/ takes from it and why no public API serves. "Patched" means
+says what tpu_compat takes from it and why no public API serves. "Patched" means
 runtime/ replaces an attribute on TensorFlow's own module or class (recorded
 through the installation's changes and undone by ``uninstall()``), which only
 the defining module allows: the public name is the same object, so replacing
 it there would not reach TensorFlow's internal callers. "No public API" means
-none in TF 2.21's ``tf`` namespace. These imports run in every cell of the
-proven range, TF 2.16 to 2.21 (docs/tf_versions.md), whose runs install tpu_compat.
+none in TF 2.21's ``tf`` namespace. Checked in: every import here runs in every
+cell of the proven range, TF 2.16 to 2.21 (docs/tf_versions.md), whose runs
+install tpu_compat (runtime/, lowlevel/) and run a TPUEstimator (estimator/);
+a section whose names were checked in fewer versions says which.
 
-Importing this module imports TensorFlow: only runtime/ and lowlevel/ modules
-import it (``import tpu_compat`` stays light). estimator/, patching/, pod/ and
-``_callsite`` still import their own (the next step of the same work).
+Importing this module imports TensorFlow: runtime/, lowlevel/ and estimator/
+import it at module level (they import TensorFlow anyway); patching/, pod/ and
+``_callsite`` only inside the functions that need TensorFlow, so that
+``import tpu_compat`` stays light. Strings naming TensorFlow modules as data
+(the legacy table's targets, the import router's routes, tf.contrib's name
+tables) are not imports: tests/test_package_structure.py lists them.
 """
 
 # pylint: disable=unused-import
@@ -33,7 +38,7 @@ from tensorflow.python.distribute import mirrored_strategy
 # TPUStrategyV1/V2, TPUExtended and its run checks (validate_run_function,
 # _maybe_partial_apply_variables): the native TPU strategy adapters extend and
 # strict mode follows; public only as tf.distribute.TPUStrategy (V2), without its
-# extended's class or checks.
+# extended's class or checks; patching/namespaces.py finds the natives it routes here.
 from tensorflow.python.distribute import tpu_strategy
 # OneDeviceStrategy / OneDeviceStrategyV1: patched (devices.py); the classes
 # tf.distribute.OneDeviceStrategy and tf.compat.v1's name.
@@ -49,7 +54,8 @@ from tensorflow.python.distribute import numpy_dataset
 from tensorflow.python.distribute import input_lib
 # TPUClusterResolver (subclassed), initialize/shutdown_tpu_system (wrapped) and
 # _LocalCloudTpuClient (resolver.py); the resolver is public as
-# tf.distribute.cluster_resolver.TPUClusterResolver, the local client is not.
+# tf.distribute.cluster_resolver.TPUClusterResolver, the local client is not;
+# patching/namespaces.py routes the native class from here.
 from tensorflow.python.distribute.cluster_resolver.tpu import (
     tpu_cluster_resolver as native_resolver_lib)
 # compute_batch_size / replicate: tf.data's per-replica batch arithmetic (adapter.py);
@@ -70,9 +76,11 @@ from tensorflow.python.tpu import tpu_function
 from tensorflow.python.tpu import tpu_system_metadata as metadata_lib
 
 # -- graphs, devices, eager -----------------------------------------------------------
-# device / device_v2: patched (devices.py: tf.device and with ops.device); EagerTensor
-# (no public class); the others runtime/ and lowlevel/ read (get_default_graph,
-# inside_function, init_scope, name_scope, RegisterGradient, ...) have public twins.
+# device / device_v2: patched (devices.py: tf.device and with ops.device); estimator/'s
+# input pipeline places ops on the backend's own host names with the unpatched
+# ops.device; EagerTensor (no public class); the others runtime/ and lowlevel/ read
+# (get_default_graph, inside_function, init_scope, name_scope, RegisterGradient, ...)
+# have public twins.
 from tensorflow.python.framework import ops
 # list_logical_devices / list_physical_devices: patched (devices.py), the functions
 # tf.config exports; get_soft_device_placement is tf.config's.
@@ -100,6 +108,12 @@ from tensorflow.python.autograph.core import config as autograph_config
 from tensorflow.python.ops import array_ops
 from tensorflow.python.ops import gen_nn_ops
 from tensorflow.python.ops import math_ops
+# gen_math_ops / gen_linalg_ops (and gen_nn_ops above): the generated op wrappers
+# numerics.py patches for --numerics tpu (matmuls, einsum; conv in gen_nn_ops); TF's
+# public functions and gradients call them from these modules, which `import tensorflow`
+# loads itself.
+from tensorflow.python.ops import gen_linalg_ops
+from tensorflow.python.ops import gen_math_ops
 # custom_gradient: numerics.py's bfloat16 rounding passes its gradient through
 # unchanged; the decorator is public as tf.custom_gradient, read here beside
 # the other ops modules numerics.py takes.
@@ -128,3 +142,39 @@ from tensorflow.python.tpu.ops import tpu_ops
 # the same classes, read beside CrossShardOptimizer's module.
 from tensorflow.python.ops.losses import losses
 from tensorflow.python.training import optimizer as optimizer_lib
+
+# -- for estimator/ (tf.estimator, which TF 2.16 removed with tensorflow_estimator) -------
+# ExportOutput and its Classification/Regression/Predict subclasses (_spec.py, export.py):
+# tf.estimator.export's classes up to TF 2.15; no public name since.
+from tensorflow.python.saved_model.model_utils import export_output as export_output_lib
+# get_timestamped_export_dir, get_temp_export_dir, export_outputs_for_mode and
+# build_all_signature_defs (_saved_model.py): what tensorflow_estimator's
+# export_saved_model called; no public API.
+from tensorflow.python.saved_model.model_utils import export_utils
+# EstimatorModeKeys: tf.estimator.ModeKeys's class up to TF 2.15; no public name since.
+from tensorflow.python.saved_model.model_utils import mode_keys
+# _StopAfterNEvalsHook, _evaluate_once, _get_or_create_eval_step: what TF 1.15's
+# Estimator.evaluate ran (tensorflow_estimator's estimator.py); private in TF too.
+from tensorflow.python.training import evaluation as tf_evaluation
+# _get_or_create_global_step_read: the read Estimator graphs cache (private);
+# create_global_step is public as tf.compat.v1.train.create_global_step, the same function.
+from tensorflow.python.training import training_util
+# ENABLE_CONTROL_FLOW_V2: the process-wide flag each Estimator graph turns off while
+# it is built (v1 control flow, as TF 1.15) and restores (graphs.py); no public reader
+# or setter that restores it.
+from tensorflow.python.ops import control_flow_util
+# summary_writer_initializer_op / flush_summary_writer: the graph's summary writers'
+# init and flush ops a host call's hook runs (tpu/spec.py); no public API.
+from tensorflow.python.ops import gen_summary_ops
+from tensorflow.python.ops import summary_ops_v2
+
+# -- for patching/, pod/ and _callsite (imported inside their functions) --------------
+# Checked in TF 2.21 only (the matrix runs neither a pod nor a warning from inside
+# a tf.function); both modules exist in TF 1.15 and in TF 2.21.
+# _source_mapper_stacks: autograph's per-thread map from generated code to the user's
+# line (_callsite.autograph_source, which falls back to the generated line when it
+# moves); no public API.
+from tensorflow.python.util import tf_stack
+# connect_to_cluster: TF's own connect (pod/session.py), from where install() never
+# routes it; tf.config.experimental_connect_to_cluster is routed to tpu_compat's.
+from tensorflow.python.eager import remote as eager_remote

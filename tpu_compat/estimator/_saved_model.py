@@ -12,7 +12,8 @@ tensorflow_estimator/python/estimator/estimator.py (``_export_all_saved_models``
 import os
 
 import tensorflow as tf
-from tensorflow.python.saved_model.model_utils import export_utils
+
+from tpu_compat._tf_internals import export_utils
 
 from tpu_compat.estimator._spec import ModeKeys
 from tpu_compat.estimator.graphs import estimator_graph

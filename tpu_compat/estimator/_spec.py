@@ -7,15 +7,16 @@ debugged through these messages, so each names the field and what it needs.
 import collections
 
 import tensorflow as tf
-from tensorflow.python.saved_model.model_utils import export_output as export_output_lib
-from tensorflow.python.saved_model.model_utils.mode_keys import EstimatorModeKeys
+
+from tpu_compat._tf_internals import export_output_lib
+from tpu_compat._tf_internals import mode_keys
 
 from tpu_compat.runtime import hooks as _table_hooks
 
 __all__ = ["EstimatorSpec", "ModeKeys", "check_metric_ops", "validate_hooks"]
 
 # TF 1.x's tf.estimator.ModeKeys: TRAIN='train', EVAL='eval', PREDICT='infer'.
-ModeKeys = EstimatorModeKeys
+ModeKeys = mode_keys.EstimatorModeKeys
 MODES = (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT)
 
 _Hook = tf.compat.v1.train.SessionRunHook

@@ -24,8 +24,9 @@ import os
 import tempfile
 
 import tensorflow as tf
-from tensorflow.python.training import evaluation as tf_evaluation
-from tensorflow.python.training import training_util
+
+from tpu_compat._tf_internals import tf_evaluation
+from tpu_compat._tf_internals import training_util
 
 from tpu_compat.estimator import _arguments, _checkpoints, _inputs, _results, _saved_model
 from tpu_compat.estimator._spec import EstimatorSpec, ModeKeys

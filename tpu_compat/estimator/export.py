@@ -9,7 +9,8 @@ own (``tensorflow.python.saved_model.model_utils``), which TF 2.21 still ships.
 import collections
 
 import tensorflow as tf
-from tensorflow.python.saved_model.model_utils import export_output as _export_output
+
+from tpu_compat._tf_internals import export_output_lib as _export_output
 
 from tpu_compat.runtime import hooks as _table_hooks
 

@@ -11,7 +11,8 @@ import contextlib
 import weakref
 
 import tensorflow as tf
-from tensorflow.python.ops import control_flow_util
+
+from tpu_compat._tf_internals import control_flow_util
 
 __all__ = ["estimator_graph", "program_control_flow_v2"]
 

@@ -6,7 +6,6 @@ exactly as it did in TF 1.15.
 """
 
 import tensorflow as tf
-from tensorflow.python.training import basic_session_run_hooks
 
 __all__ = [
     "CheckpointSaverHook", "CheckpointSaverListener", "FeedFnHook", "FinalOpsHook",
@@ -28,7 +27,7 @@ FinalOpsHook = _train.FinalOpsHook
 GlobalStepWaiterHook = _train.GlobalStepWaiterHook
 LoggingTensorHook = _train.LoggingTensorHook
 NanTensorHook = _train.NanTensorHook
-NanLossDuringTrainingError = basic_session_run_hooks.NanLossDuringTrainingError
+NanLossDuringTrainingError = _train.NanLossDuringTrainingError
 ProfilerHook = _train.ProfilerHook
 SecondOrStepTimer = _train.SecondOrStepTimer
 StepCounterHook = _train.StepCounterHook

@@ -10,7 +10,6 @@ unless it names this process the chief of an emulated TPU pod.
 import copy
 import os
 
-from tpu_compat import _config, settings
 from tpu_compat.pod import config as pod_config
 from tpu_compat.runtime import hooks as _table_hooks
 
@@ -46,32 +45,19 @@ def _non_negative(name, value, allow_none=True):
     return value
 
 
-def _describes_emulated_pod(environ):
-    """Whether ``TF_CONFIG`` names this process the chief of an emulated pod.
+def check_no_cluster(environ=None):
+    """Raises if ``TF_CONFIG`` describes a multi-task cluster (out of scope).
 
-    Then its workers are the pod's hosts (tpu_compat/pod/), which a
-    TPUEstimator drives through the pod's master as tpu_estimator.py drove a
-    TPU pod's hosts; it is not a cluster of Estimator tasks.
+    pod/config.py reads it; a chief's ``TF_CONFIG`` of an emulated pod is no
+    Estimator cluster (its workers are the pod's hosts).
     """
     try:
-        request = pod_config.requested_pod(environ)
-    except _config.ConfigError:
-        return False  # the backend reports it; here it is a cluster like any other
-    return request is not None and request.addresses is not None
-
-
-def check_no_cluster(environ=None):
-    """Raises if ``TF_CONFIG`` describes a multi-task cluster (out of scope)."""
-    environ = os.environ if environ is None else environ
-    try:
-        tf_config = pod_config.parse_tf_config(environ)
+        cluster = pod_config.estimator_cluster(environ)
     except ValueError as error:
         raise ValueError(f"{TF_CONFIG_VAR} is not valid JSON: {error}") from None
-    if tf_config is None:
+    if cluster is None:
         return {}
-    if _describes_emulated_pod(environ):
-        return tf_config
-    jobs = pod_config.cluster_task_count(tf_config)
+    jobs = cluster.jobs
     tasks = sum(jobs.values())
     if tasks > 1:
         raise ValueError(
@@ -80,7 +66,7 @@ def check_no_cluster(environ=None):
             f"(tf.estimator.train_and_evaluate across a cluster, parameter servers) "
             f"is not supported by tpu_compat. Unset {TF_CONFIG_VAR} to train in "
             f"this process, or migrate to tf.distribute (see docs/estimator.md).")
-    return tf_config
+    return cluster.config
 
 
 class RunConfig:

@@ -33,9 +33,7 @@ def routes():
     """
     # pylint: disable=import-outside-toplevel
     import tensorflow as tf
-    from tensorflow.python.distribute import tpu_strategy
-    from tensorflow.python.distribute.cluster_resolver.tpu import (
-        tpu_cluster_resolver)
+    from tpu_compat._tf_internals import native_resolver_lib, tpu_strategy
 
     from tpu_compat.runtime import devices, resolver, strategy_by_era, strategy_v1, strategy_v2
     from tpu_compat import lowlevel
@@ -48,7 +46,7 @@ def routes():
         (tpu_strategy.TPUStrategy, strategy_by_era.TPUStrategy,
          strategy_v2.CompatExperimentalTPUStrategy),
         (tpu_strategy.TPUStrategyV2, strategy_v2.CompatTPUStrategy, None),
-        (tpu_cluster_resolver.TPUClusterResolver, resolver.TPUClusterResolver, None),
+        (native_resolver_lib.TPUClusterResolver, resolver.TPUClusterResolver, None),
         (tf.tpu.experimental.initialize_tpu_system, resolver.initialize_tpu_system, None),
         (tf.tpu.experimental.shutdown_tpu_system, resolver.shutdown_tpu_system, None),
         (tf.config.experimental_connect_to_cluster, resolver.connect_to_cluster, None),

@@ -258,9 +258,9 @@ def install(backend=None, num_replicas=None, warnings=None, *, tf1_imports=False
 
 def _warn_if_tensorflow_unproven():
     """One warning per process on a TensorFlow outside the proven range."""
-    from tensorflow.python.framework import versions  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
     from tpu_compat import tf_support  # pylint: disable=import-outside-toplevel
-    tf_support.warn_if_unproven(versions.__version__)
+    tf_support.warn_if_unproven(tf.version.VERSION)
 
 
 def uninstall():

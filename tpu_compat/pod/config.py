@@ -6,10 +6,11 @@
 * the chief (:func:`requested_pod`): a task type ``chief``/``coordinator``
   and the worker list it is to connect to;
 * a worker (:func:`worker_task`): the worker list and its own index;
-* the Estimator (:func:`parse_tf_config`, :func:`cluster_task_count`): how
-  many tasks a cluster has, which it refuses unless it is this pod.
+* the Estimator (:func:`estimator_cluster`): how many tasks a cluster has,
+  which it refuses unless it names this process the chief of an emulated pod.
 
-They share :func:`parse_tf_config`; each caller words its own errors (the
+They share :func:`parse_tf_config`, and no other module reads or parses the
+variable (tests/test_pod_package.py); each caller words its own errors (the
 chief a ``ConfigError``, the worker its ``tpu-compat worker: error:`` line,
 ``RunConfig`` a ``ValueError``). ``TPU_COMPAT_NUM_HOSTS`` is read here only
 (:func:`hosts_setting`) and passed down. Nothing here imports TensorFlow or
@@ -22,8 +23,9 @@ from typing import NamedTuple, Optional, Tuple
 
 from tpu_compat import _config, settings
 
-__all__ = ["PodRequest", "TF_CONFIG_VAR", "cluster_task_count", "cores_per_host",
-           "hosts_setting", "parse_tf_config", "requested_pod", "worker_task"]
+__all__ = ["EstimatorCluster", "PodRequest", "TF_CONFIG_VAR", "cluster_task_count",
+           "cores_per_host", "estimator_cluster", "hosts_setting", "parse_tf_config",
+           "requested_pod", "worker_task"]
 
 TF_CONFIG_VAR = "TF_CONFIG"
 CHIEF_TASK_TYPES = ("chief", "coordinator")
@@ -40,6 +42,18 @@ class PodRequest(NamedTuple):
     """
     hosts: int
     addresses: Optional[Tuple[str, ...]]
+
+
+class EstimatorCluster(NamedTuple):
+    """``TF_CONFIG`` as an Estimator sees it (:func:`estimator_cluster`).
+
+    ``jobs`` is the number of tasks per job, empty when ``pod_chief``: then
+    the cluster is this emulated pod's hosts, which a TPUEstimator drives as
+    tpu_estimator.py drove a TPU pod's, not a cluster of Estimator tasks.
+    """
+    config: dict
+    jobs: dict
+    pod_chief: bool
 
 
 def _environ(environ):
@@ -73,6 +87,11 @@ def _chief_workers(environ):
         config = parse_tf_config(environ)
     except ValueError as error:
         raise _config.ConfigError(f"{TF_CONFIG_VAR} is not valid JSON ({error})") from None
+    return _workers_if_chief(config)
+
+
+def _workers_if_chief(config):
+    """A parsed TF_CONFIG's worker addresses when it names this process the chief."""
     if config is None:
         return None
     task = config.get("task", {}) if isinstance(config, dict) else {}
@@ -95,7 +114,10 @@ def requested_pod(environ=None):
     ``TF_CONFIG`` without a worker list, or the two disagreeing.
     """
     environ = _environ(environ)
-    addresses = _chief_workers(environ)
+    return _pod_request(_chief_workers(environ), environ)
+
+
+def _pod_request(addresses, environ):
     hosts = hosts_setting(environ)
     if addresses is not None:
         if hosts not in (None, len(addresses)):
@@ -123,6 +145,28 @@ def worker_task(environ=None):
     kind = task.get("type", "worker")
     index = int(task["index"]) if kind == "worker" else None
     return workers, kind, index
+
+
+def estimator_cluster(environ=None):
+    """``TF_CONFIG`` parsed once for ``RunConfig``: an :class:`EstimatorCluster`,
+    or None when it is unset.
+
+    Raises ``ValueError`` (json's) when it is not JSON. A chief's ``TF_CONFIG``
+    that :func:`requested_pod` refuses (no worker list, a host count that
+    disagrees) is no pod here: its tasks are counted like any cluster's, and
+    the backend reports the error.
+    """
+    environ = _environ(environ)
+    config = parse_tf_config(environ)
+    if config is None:
+        return None
+    try:
+        request = _pod_request(_workers_if_chief(config), environ)
+    except _config.ConfigError:
+        request = None
+    if request is not None and request.addresses is not None:
+        return EstimatorCluster(config, {}, True)
+    return EstimatorCluster(config, cluster_task_count(config), False)
 
 
 def cluster_task_count(config):

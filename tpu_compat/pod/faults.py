@@ -149,7 +149,9 @@ def _lost_worker(pod):
 
 
 def _is_tensorflow_error(error):
-    errors = sys.modules.get("tensorflow.python.framework.errors_impl")
+    # tf.errors.OpError, once the program imported TensorFlow (this module never does).
+    tensorflow = sys.modules.get("tensorflow")
+    errors = getattr(tensorflow, "errors", None)
     return errors is not None and isinstance(error, errors.OpError)
 
 

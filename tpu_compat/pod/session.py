@@ -87,8 +87,8 @@ def _connect(addresses):
     # TF's own connect, from where install() never routes it (the routed one
     # would treat the emulated pod as local): this process joins the cluster
     # as its coordinator, job "chief".
-    from tensorflow.python.eager import remote
-    remote.connect_to_cluster(tf.train.ClusterSpec({"worker": list(addresses)}),
+    from tpu_compat._tf_internals import eager_remote
+    eager_remote.connect_to_cluster(tf.train.ClusterSpec({"worker": list(addresses)}),
                               job_name="chief")
     devices = []
     listed = tf.config.list_logical_devices()

@@ -33,7 +33,6 @@ On a real TPU the strategies are TensorFlow's own and nothing here applies.
 import contextlib
 import dataclasses
 import functools
-import importlib
 import inspect
 import threading
 from typing import Tuple
@@ -42,6 +41,9 @@ from tpu_compat._tf_internals import custom_gradient
 from tpu_compat._tf_internals import distribute_lib
 from tpu_compat._tf_internals import dtypes
 from tpu_compat._tf_internals import framework_config as tf_config
+from tpu_compat._tf_internals import gen_linalg_ops
+from tpu_compat._tf_internals import gen_math_ops
+from tpu_compat._tf_internals import gen_nn_ops
 from tpu_compat._tf_internals import math_ops
 from tpu_compat._tf_internals import ops
 
@@ -59,43 +61,47 @@ class RoundedOp:
     """One op a TPU runs at DEFAULT precision, and where its operands are."""
 
     op_type: str  # TensorFlow's op
-    module: str  # the generated module whose function creates it
+    module: str  # the name of the generated module whose function creates it
     function: str
     operands: Tuple[str, ...]  # the function's parameters a TPU rounds
     source: str  # the tf2xla kernel that lowers it
 
 
+# The generated modules whose functions the rows name, by module name.
+_MODULES = {module.__name__: module for module in (gen_math_ops, gen_linalg_ops, gen_nn_ops)}
+
+
 def _row(op_type, module, function, operands, source):
-    return RoundedOp(op_type, f"tensorflow.python.ops.{module}", function,
-                     tuple(operands.split()), _KERNELS + source)
+    return RoundedOp(op_type, module.__name__, function, tuple(operands.split()),
+                     _KERNELS + source)
 
 
 ROWS = (
-    _row("MatMul", "gen_math_ops", "mat_mul", "a b", "matmul_op.cc"),
-    _row("SparseMatMul", "gen_math_ops", "sparse_mat_mul", "a b", "matmul_op.cc"),
-    _row("BatchMatMul", "gen_math_ops", "batch_mat_mul", "x y", "batch_matmul_op.cc"),
-    _row("BatchMatMulV2", "gen_math_ops", "batch_mat_mul_v2", "x y", "batch_matmul_op.cc"),
-    _row("BatchMatMulV3", "gen_math_ops", "batch_mat_mul_v3", "x y", "batch_matmul_op.cc"),
-    _row("Einsum", "gen_linalg_ops", "einsum", "inputs", "einsum_op.cc"),
-    _row("Conv2D", "gen_nn_ops", "conv2d", "input filter", "conv_op_helpers.cc"),
-    _row("Conv2DBackpropInput", "gen_nn_ops", "conv2d_backprop_input",
+    _row("MatMul", gen_math_ops, "mat_mul", "a b", "matmul_op.cc"),
+    _row("SparseMatMul", gen_math_ops, "sparse_mat_mul", "a b", "matmul_op.cc"),
+    _row("BatchMatMul", gen_math_ops, "batch_mat_mul", "x y", "batch_matmul_op.cc"),
+    _row("BatchMatMulV2", gen_math_ops, "batch_mat_mul_v2", "x y", "batch_matmul_op.cc"),
+    _row("BatchMatMulV3", gen_math_ops, "batch_mat_mul_v3", "x y", "batch_matmul_op.cc"),
+    _row("Einsum", gen_linalg_ops, "einsum", "inputs", "einsum_op.cc"),
+    _row("Conv2D", gen_nn_ops, "conv2d", "input filter", "conv_op_helpers.cc"),
+    _row("Conv2DBackpropInput", gen_nn_ops, "conv2d_backprop_input",
          "filter out_backprop", "conv_op_helpers.cc"),
-    _row("Conv2DBackpropFilter", "gen_nn_ops", "conv2d_backprop_filter",
+    _row("Conv2DBackpropFilter", gen_nn_ops, "conv2d_backprop_filter",
          "input out_backprop", "conv_op_helpers.cc"),
-    _row("Conv3D", "gen_nn_ops", "conv3d", "input filter", "conv_op_helpers.cc"),
-    _row("Conv3DBackpropInputV2", "gen_nn_ops", "conv3d_backprop_input_v2",
+    _row("Conv3D", gen_nn_ops, "conv3d", "input filter", "conv_op_helpers.cc"),
+    _row("Conv3DBackpropInputV2", gen_nn_ops, "conv3d_backprop_input_v2",
          "filter out_backprop", "conv_op_helpers.cc"),
-    _row("Conv3DBackpropFilterV2", "gen_nn_ops", "conv3d_backprop_filter_v2",
+    _row("Conv3DBackpropFilterV2", gen_nn_ops, "conv3d_backprop_filter_v2",
          "input out_backprop", "conv_op_helpers.cc"),
-    _row("DepthwiseConv2dNative", "gen_nn_ops", "depthwise_conv2d_native",
+    _row("DepthwiseConv2dNative", gen_nn_ops, "depthwise_conv2d_native",
          "input filter", "conv_op_helpers.cc"),
-    _row("DepthwiseConv2dNativeBackpropInput", "gen_nn_ops",
+    _row("DepthwiseConv2dNativeBackpropInput", gen_nn_ops,
          "depthwise_conv2d_native_backprop_input", "filter out_backprop",
          "conv_op_helpers.cc"),
-    _row("DepthwiseConv2dNativeBackpropFilter", "gen_nn_ops",
+    _row("DepthwiseConv2dNativeBackpropFilter", gen_nn_ops,
          "depthwise_conv2d_native_backprop_filter", "input out_backprop",
          "conv_op_helpers.cc"),
-    _row("Conv", "gen_nn_ops", "conv", "input filter", "conv_op_helpers.cc"),
+    _row("Conv", gen_nn_ops, "conv", "input filter", "conv_op_helpers.cc"),
 )
 
 
@@ -217,5 +223,5 @@ def install(changes):
     if not enabled():
         return
     for row in ROWS:
-        module = importlib.import_module(row.module)
+        module = _MODULES[row.module]
         changes.replace(module, row.function, _rounding(getattr(module, row.function), row))

@@ -15,7 +15,8 @@ import logging
 import weakref
 
 import tensorflow as tf
-from tensorflow.python.training import evaluation as tf_evaluation
+
+from tpu_compat._tf_internals import tf_evaluation
 
 from tpu_compat.estimator import _inputs
 from tpu_compat.estimator._spec import ModeKeys

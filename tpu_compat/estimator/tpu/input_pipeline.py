@@ -10,7 +10,8 @@ each loop, as TF's infeed thread did.
 """
 
 import tensorflow as tf
-from tensorflow.python.framework import ops as tf_ops
+
+from tpu_compat._tf_internals import ops as tf_ops
 
 from tpu_compat.estimator import _inputs
 from tpu_compat.estimator._spec import ModeKeys

@@ -32,8 +32,9 @@ import logging
 import math
 
 import tensorflow as tf
-from tensorflow.python.distribute import distribute_utils
-from tensorflow.python.training import evaluation as tf_evaluation
+
+from tpu_compat._tf_internals import distribute_utils
+from tpu_compat._tf_internals import tf_evaluation
 
 from tpu_compat.estimator._spec import EstimatorSpec, ModeKeys
 from tpu_compat.estimator.tpu import context as context_lib

@@ -9,9 +9,9 @@ import contextlib
 import logging
 
 import tensorflow as tf
-from tensorflow.python.distribute import distribute_utils
-from tensorflow.python.distribute import reduce_util
-from tensorflow.python.distribute import values as values_lib
+
+from tpu_compat._tf_internals import distribute_utils
+from tpu_compat._tf_internals import values_lib
 
 from tpu_compat.lowlevel import cross_replica, replication
 from tpu_compat.estimator._spec import EstimatorSpec, ModeKeys
@@ -111,7 +111,7 @@ def own_gradients(strategy):
     original = extended.batch_reduce_to
 
     def batch_reduce_to(reduce_op, value_destination_pairs, options=None):
-        if reduce_util.ReduceOp(reduce_op) == reduce_util.ReduceOp.SUM:
+        if tf.distribute.ReduceOp(reduce_op) == tf.distribute.ReduceOp.SUM:
             return [value for value, _ in value_destination_pairs]
         return original(reduce_op, value_destination_pairs, options)
 
@@ -216,8 +216,6 @@ def unpack(features, labels, replicas):
 
 
 def _select(structure, index):
-    from tensorflow.python.distribute import values as values_lib  # pylint: disable=import-outside-toplevel
-
     def pick(value):
         if isinstance(value, values_lib.DistributedValues):
             return value.values[index]

@@ -133,7 +133,7 @@ class TPUSystemInitHook(tf.compat.v1.train.SessionRunHook):
         self._job = job
 
     def begin(self):
-        from tensorflow.python.tpu import tpu as native_tpu  # pylint: disable=import-outside-toplevel
+        from tpu_compat._tf_internals import native_tpu  # pylint: disable=import-outside-toplevel
         self._init_op = native_tpu.initialize_system(job=self._job)
 
     def after_create_session(self, session, coord):

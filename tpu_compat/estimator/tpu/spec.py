@@ -11,7 +11,8 @@ import collections
 import inspect
 
 import tensorflow as tf
-from tensorflow.python.ops import gen_summary_ops, summary_ops_v2
+
+from tpu_compat._tf_internals import gen_summary_ops, summary_ops_v2
 
 from tpu_compat.estimator import _inputs
 from tpu_compat.estimator._spec import EstimatorSpec, check_metric_ops, validate_hooks
