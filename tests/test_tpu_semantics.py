@@ -108,6 +108,15 @@ def test_float64_tensor_warns_at_its_line(strategy, lint):
     _assert_one_warning_at(found, "Cast", "float64", "float64")
 
 
+def test_eager_run_of_a_plain_function_warns_too(strategy, lint):
+    # TF 2.x eager: a TPU traces the step into a tf.function (the adapters too).
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        strategy.run(step_float64, args=(np.ones([2], np.float32),))
+    found = [w for w in caught if issubclass(w.category, TPUSemanticsWarning)]
+    _assert_one_warning_at(found, "Cast", "float64", "float64")
+
+
 def test_float32_step_does_not_warn(strategy, lint):
     assert _step_warnings(strategy, step_float32, np.ones([2], np.float32)) == []
 

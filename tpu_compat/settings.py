@@ -99,8 +99,8 @@ ROWS = (
         "warnings", "TPU_COMPAT_WARNINGS", _choices(("once", "always", "error", "ignore")),
         {RUN: None, PYTEST: None, LIBRARY: None},
         values="`once`, `always`, `error`, `ignore`",
-        meaning="policy for `TPUCompatDeprecationWarning`; `error` makes CI fail on any "
-                "legacy API",
+        meaning="policy for `TPUCompatDeprecationWarning` and `TPUSemanticsWarning` "
+                "(`--fidelity tpu`'s lint); `error` makes CI fail on any legacy API",
         summary="legacy-API warning policy", flag="--warnings", flag_entries=(RUN,),
         choices=("once", "always", "error", "ignore"),
         pytest_option="--tpu-compat-warnings", show=_unset_as("once")),
