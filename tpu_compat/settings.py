@@ -131,7 +131,9 @@ ROWS = (
                 "(eager TF 2.x code, or set explicitly; off inside `tf.function` and in "
                 "TF 1.x mode) TF 2.21 moves such ops to the TPU host itself, so nothing "
                 "is reported ([fidelity](docs/emulated_tpu.md#fidelity-would-a-tpu-"
-                "compile-this-step))",
+                "compile-this-step)); ops a TPU computes differently (seeded random ops, "
+                "float64, integer division by a divisor that can be 0) warn "
+                "(`TPUSemanticsWarning`, [lint](docs/emulated_tpu.md#the-tpu-semantics-lint))",
         summary="tpu: check every replica step at trace time as TF 2.21's TPU "
                 "compiler would",
         flag="--fidelity", flag_entries=(RUN, REGRESS), choices=("cpu", "tpu"),
