@@ -10,6 +10,8 @@ sees all three rows at their lines, and fails at the first under
 ``--warnings=error``.
 """
 
+# TensorFlow is imported where a test needs it: the module loads in the TF-free lane.
+# pylint: disable=import-outside-toplevel
 import os
 import warnings
 
@@ -37,22 +39,22 @@ def _line(tag, path=THIS_FILE):
 @pytest.fixture(scope="module")
 def strategy(tpu8):
     del tpu8
-    from tpu_compat.distribute import TPUStrategy  # pylint: disable=import-outside-toplevel
-    from tpu_compat.distribute.cluster_resolver import TPUClusterResolver  # pylint: disable=import-outside-toplevel
+    from tpu_compat.distribute import TPUStrategy
+    from tpu_compat.distribute.cluster_resolver import TPUClusterResolver
     return TPUStrategy(TPUClusterResolver(tpu=""))
 
 
 @pytest.fixture
 def lint(monkeypatch):
     """Fidelity tpu, with the once-per-line memory of earlier tests forgotten."""
-    from tpu_compat.runtime import tpu_semantics  # pylint: disable=import-outside-toplevel
+    from tpu_compat.runtime import tpu_semantics
     monkeypatch.setenv(settings.FIDELITY_VAR, "tpu")
     monkeypatch.setattr(tpu_semantics, "_warned", set())
 
 
 def _step_warnings(strategy, fn, *args):
     """The lint's warnings while a ``tf.function`` of ``strategy.run(fn)`` is traced and run."""
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tf.function(lambda *a: strategy.run(fn, args=a))(*args)
@@ -70,12 +72,12 @@ def _assert_one_warning_at(found, op_type, tag, rule):
 # -- seeded stateful random ops ----------------------------------------------------------
 
 def step_seeded_random():
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     return tf.reduce_sum(tf.random.uniform([3], seed=7))  # LINE seeded
 
 
 def step_unseeded_and_stateless_random():
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     return (tf.reduce_sum(tf.random.uniform([3]))
             + tf.reduce_sum(tf.random.stateless_normal([3], seed=[1, 2])))
 
@@ -93,13 +95,13 @@ def test_unseeded_and_stateless_random_ops_do_not_warn(strategy, lint):
 # -- float64 -------------------------------------------------------------------------------
 
 def step_float64(x):
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     wide = tf.cast(x, tf.float64)  # LINE float64
     return tf.cast(tf.reduce_sum(wide), tf.float32)
 
 
 def step_float32(x):
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     return tf.reduce_sum(tf.cast(x, tf.int32)) + tf.cast(tf.reduce_sum(x * 2.0), tf.int32)
 
 
@@ -124,7 +126,7 @@ def test_float32_step_does_not_warn(strategy, lint):
 # -- integer division and modulo ----------------------------------------------------------
 
 def step_divide_by_data(x):
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     count = tf.cast(tf.reduce_max(x), tf.int32)
     buckets = tf.range(6) // count  # LINE floordiv
     rest = tf.range(6) % count  # LINE floormod
@@ -132,7 +134,7 @@ def step_divide_by_data(x):
 
 
 def step_divide_by_constants(x):
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     steps = tf.cast(tf.reduce_max(x), tf.int32)
     guarded = tf.range(6) // tf.maximum(steps, 1)  # the fix the warning suggests
     return (steps // 4 + steps % 3 + tf.truncatediv(steps, tf.constant([2, -5]))
@@ -141,7 +143,7 @@ def step_divide_by_constants(x):
 
 
 def step_divide_by_constant_zero(x):
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     steps = tf.cast(tf.reduce_max(x), tf.int32)
     return tf.reduce_sum(steps // tf.constant([3, 0]))  # LINE zero
 
@@ -159,7 +161,7 @@ def test_integer_division_by_nonzero_constants_does_not_warn(strategy, lint):
 
 
 def test_integer_division_by_a_constant_zero_warns_where_the_cpu_raises(strategy, lint):
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises(tf.errors.InvalidArgumentError, match="Integer division by zero"):
@@ -179,8 +181,8 @@ def test_fidelity_cpu_does_not_lint(strategy, lint, monkeypatch):
 
 
 def test_input_pipeline_and_outside_compilation_do_not_warn(strategy, lint):
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    from tpu_compat.lowlevel import host  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
+    from tpu_compat.lowlevel import host
     data = tf.data.Dataset.range(8).map(
         lambda i: tf.cast(i, tf.float64) * tf.random.uniform([], seed=3, dtype=tf.float64)
         + tf.cast(i // (i + 1), tf.float64)).batch(8)
@@ -203,7 +205,7 @@ def test_once_per_op_and_line_however_many_replicas_and_traces(strategy, lint):
 
 
 def test_warnings_as_errors_fail_the_step_at_the_line(strategy, lint):
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     with warnings.catch_warnings():
         warnings.simplefilter("error", TPUSemanticsWarning)
         with pytest.raises(TPUSemanticsWarning) as raised:
@@ -217,9 +219,9 @@ def test_warnings_as_errors_fail_the_step_at_the_line(strategy, lint):
 def test_seeded_random_row_is_every_seeded_op_xla_compiles(tpu8):
     """The stateful ops with a seed/seed2 pair that TF 2.21's XLA kernel registry has."""
     del tpu8
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    from tensorflow.python.framework import op_def_registry  # pylint: disable=import-outside-toplevel
-    from tpu_compat.runtime import fidelity, tpu_semantics  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
+    from tensorflow.python.framework import op_def_registry
+    from tpu_compat.runtime import fidelity, tpu_semantics
     fidelity._ensure_xla_kernels_registered()  # pylint: disable=protected-access
     seeded = set()
     for name in dir(tf.raw_ops):
@@ -241,7 +243,7 @@ SCENARIO = "tpu_semantics_tf1.py"
 
 
 def _scenario_line(tag):
-    from conftest import SCENARIOS  # pylint: disable=import-outside-toplevel
+    from conftest import SCENARIOS
     return _line(tag, os.path.join(SCENARIOS, SCENARIO))
 
 
