@@ -67,6 +67,20 @@ def test_policy_only_filters_our_category(clean_filters):
     warnings.warn("TensorFlow's own deprecation", DeprecationWarning)  # not escalated
 
 
+@pytest.mark.parametrize("policy, shown, raised", [
+    ("error", False, True), ("ignore", False, False), ("always", True, False)])
+def test_policy_governs_the_tpu_semantics_lint_too(clean_filters, policy, shown, raised):
+    deprecation.apply_policy(policy)
+    warning = deprecation.TPUSemanticsWarning("step.py:3: on a TPU, op Cast ...")
+    with warnings.catch_warnings(record=True) as caught:
+        if raised:
+            with pytest.raises(deprecation.TPUSemanticsWarning, match="step.py:3: "):
+                deprecation.warn_at(warning, "step.py", 3)
+        else:
+            deprecation.warn_at(warning, "step.py", 3)
+    assert [(w.filename, w.lineno) for w in caught] == ([("step.py", 3)] if shown else [])
+
+
 def test_each_policy_change_can_be_undone_exactly(clean_filters):
     def identities():
         return [id(entry) for entry in warnings.filters]

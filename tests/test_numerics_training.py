@@ -7,8 +7,10 @@ The TF 2.x spelling (numerics_training.py: TPUStrategy + Keras fit and predict)
 runs on 2 replicas, and on 1, 8 and an emulated pod of 2 hosts x 2 cores in
 the slow lane; the TF 1.x spelling
 (numerics_training_tf1.py, --tf1: tpu.replicate + CrossShardOptimizer +
-Session) on 2. Each run also trains once more with TensorFloat-32 off, which a
-TPU computes in full float32.
+Session) on 2, and the TPUEstimator spelling (numerics_estimator_tf1.py, --tf1:
+use_tpu=True, iterations_per_loop=2, predict on the TPU) on 2. The TF 2.x runs
+also train once more with TensorFloat-32 off, which a TPU computes in full
+float32.
 """
 
 import importlib.util
@@ -55,8 +57,9 @@ def _run(spelling, replicas):
         return _results(check_ok(run_cli(
             "run", "--replicas", str(replicas), "--hosts", "2",
             os.path.join(SCENARIOS, "numerics_training.py"), env=env)).stdout)
-    scenario = {"tf2": "numerics_training.py", "tf1": "numerics_training_tf1.py"}[spelling]
-    return _results(check_ok(run_scenario(scenario, replicas, tf1=spelling == "tf1",
+    scenario = {"tf2": "numerics_training.py", "tf1": "numerics_training_tf1.py",
+                "estimator": "numerics_estimator_tf1.py"}[spelling]
+    return _results(check_ok(run_scenario(scenario, replicas, tf1=spelling != "tf2",
                                           env=env)).stdout)
 
 
@@ -92,7 +95,7 @@ def _check(run, references, replicas, key="NUMERICS", rounded=True, row_order=Tr
 
 
 @pytest.mark.parametrize("spelling, replicas", [
-    ("tf2", 2), ("tf1", 2),
+    ("tf2", 2), ("tf1", 2), ("estimator", 2),
     pytest.param("tf2", 1, marks=pytest.mark.slow),
     pytest.param("tf2", 8, marks=pytest.mark.slow),
     pytest.param("pod", 4, marks=pytest.mark.slow)])
@@ -108,5 +111,7 @@ def test_training_matches_the_bfloat16_reference(references, spelling, replicas)
         _check(run, references, replicas, "NUMERICS_TF32_OFF", rounded=False,
                row_order=row_order)
     else:
-        assert spelling == "tf1"
+        assert spelling in ("tf1", "estimator")
+    if spelling == "estimator":  # iterations_per_loop=2: loops of 2, 2 and 1 steps
+        assert run["NUMERICS"]["global_step"] == MODEL.STEPS
 

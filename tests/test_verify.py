@@ -86,6 +86,24 @@ def test_legacy_api_left_in_the_migrated_script_is_named(tmp_path):
         f"instead. [TPC015]")
 
 
+def test_a_tpu_semantics_warning_stopping_the_migrated_script_is_named(tmp_path):
+    legacy = write(tmp_path / "legacy.py", "print('loss: 0.5')\n")
+    # What a run under --warnings=error prints when fidelity tpu's lint warns.
+    migrated = write(tmp_path / "migrated.py", """\
+        import sys
+        print("Traceback (most recent call last):", file=sys.stderr)
+        print("tpu_compat.deprecation.TPUSemanticsWarning: step.py:7: on a TPU, op Cast "
+              "(Cast) in a replica step produces a float64 tensor: ... [float64]",
+              file=sys.stderr)
+        sys.exit(1)
+    """)
+    result = verify.verify(legacy, migrated, OPTIONS, command=script_process.python_command)
+    assert result.problem == (
+        f"{migrated} computes something differently on a TPU, which fails it under "
+        f"--warnings=error (--fidelity cpu turns the check off): step.py:7: on a TPU, op "
+        f"Cast (Cast) in a replica step produces a float64 tensor: ... [float64]")
+
+
 def test_a_failing_legacy_script_is_reported_first(tmp_path):
     legacy = write(tmp_path / "legacy.py", "raise SystemExit(4)\n")
     migrated = write(tmp_path / "migrated.py", "print('loss: 0.5')\n")

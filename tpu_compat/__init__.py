@@ -13,10 +13,11 @@ need TensorFlow, load on first use:
 
 from tpu_compat._lazy import submodule_getattr
 from tpu_compat._version import __version__
-from tpu_compat.deprecation import TPUCompatDeprecationWarning
+from tpu_compat.deprecation import TPUCompatDeprecationWarning, TPUSemanticsWarning
 
 __all__ = [
     "TPUCompatDeprecationWarning",
+    "TPUSemanticsWarning",
     "__version__",
     "compat",
     "distribute",

@@ -14,8 +14,9 @@ error      raise, so CI fails on any legacy use
 ignore     stay silent
 =========  ================================================================
 
-Only this package's own categories are filtered: TensorFlow's deprecation
-noise is not ours to escalate.
+The policy governs :class:`TPUSemanticsWarning` too (fidelity ``tpu``'s lint of
+ops a TPU computes differently). Only this package's own categories are
+filtered: TensorFlow's deprecation noise is not ours to escalate.
 """
 
 import os
@@ -28,9 +29,11 @@ from tpu_compat import _callsite, _config, settings
 __all__ = [
     "PolicyChange",
     "TPUCompatDeprecationWarning",
+    "TPUSemanticsWarning",
     "apply_policy",
     "filter_action",
     "warn_direct_use",
+    "warn_at",
     "warn_legacy",
     "warn_user",
 ]
@@ -45,6 +48,22 @@ _POLICY_TO_ACTION = {
 
 class TPUCompatDeprecationWarning(DeprecationWarning):
     """A legacy TPU-strategy API was used; the message names its replacement."""
+
+
+class TPUSemanticsWarning(UserWarning):
+    """An op of a replica step computes differently on a TPU (fidelity ``tpu``).
+
+    The lint of :mod:`tpu_compat.runtime.tpu_semantics`; the same policy as
+    :class:`TPUCompatDeprecationWarning` governs it.
+    """
+
+    # Raised (under the `error` policy) while autograph traces a step: passed
+    # through as it is, as TPUCompilationError is.
+    ag_pass_through = True
+
+
+# The categories apply_policy() governs.
+_POLICY_CATEGORIES = (TPUCompatDeprecationWarning, TPUSemanticsWarning)
 
 
 def filter_action(policy):
@@ -67,8 +86,8 @@ def _index_of(entry):
     return None
 
 
-def _insert_filter(index, action, added):
-    entry = (action, None, TPUCompatDeprecationWarning, None, 0)
+def _insert_filter(index, action, added, category=TPUCompatDeprecationWarning):
+    entry = (action, None, category, None, 0)
     warnings.filters.insert(index, entry)
     _installed_filters.append(entry)
     added.append(entry)
@@ -130,7 +149,8 @@ def apply_policy(policy=None):
                 del warnings.filters[index]
                 removed.append((index, entry))
         if policy is not None:
-            _insert_filter(0, _POLICY_TO_ACTION[policy], added)
+            for category in reversed(_POLICY_CATEGORIES):
+                _insert_filter(0, _POLICY_TO_ACTION[policy], added, category)
         else:
             # No explicit policy: find the filter that currently decides our category.
             for index, (action, message, category, module, _) in enumerate(
@@ -218,12 +238,22 @@ def _warn(rule, detail, frame):
         warn_at_frame(message, TPUCompatDeprecationWarning, frame)
         return
     # Inside tf.function: report the line the user wrote, not autograph's copy.
-    filename, lineno = origin
+    warn_at(message, *origin)
+
+
+def warn_at(message, filename, lineno, category=TPUCompatDeprecationWarning):
+    """Warns ``message`` (a str, or a Warning instance) at ``filename:lineno``.
+
+    For a line known by name, not by frame: the user's source behind
+    autograph's copy, or the line that created an op.
+    """
+    if isinstance(message, Warning):
+        category = type(message)
     module = os.path.splitext(os.path.basename(filename))[0]
     registry = _autograph_registries.setdefault(filename, {})
-    warnings.warn_explicit(message, TPUCompatDeprecationWarning, filename, lineno,
+    warnings.warn_explicit(message, category, filename, lineno,
                            module=module, registry=registry)
 
 
-# Once-per-call-site bookkeeping for warnings re-attributed to user files.
+# Once-per-call-site bookkeeping for warnings given at a (file, line).
 _autograph_registries = {}

@@ -289,8 +289,8 @@ def pytest_runtest_setup(item):
         # Inside pytest's per-test catch_warnings, after the test's own
         # filterwarnings marks: a blanket ignore::DeprecationWarning in the
         # suite must not hide the legacy APIs a finished migration forbids.
-        warnings.filterwarnings(deprecation.filter_action(policy),
-                                category=TPUCompatDeprecationWarning)
+        for category in (TPUCompatDeprecationWarning, deprecation.TPUSemanticsWarning):
+            warnings.filterwarnings(deprecation.filter_action(policy), category=category)
 
 
 # -- fixtures -------------------------------------------------------------------------------

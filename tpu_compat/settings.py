@@ -99,8 +99,8 @@ ROWS = (
         "warnings", "TPU_COMPAT_WARNINGS", _choices(("once", "always", "error", "ignore")),
         {RUN: None, PYTEST: None, LIBRARY: None},
         values="`once`, `always`, `error`, `ignore`",
-        meaning="policy for `TPUCompatDeprecationWarning`; `error` makes CI fail on any "
-                "legacy API",
+        meaning="policy for `TPUCompatDeprecationWarning` and `TPUSemanticsWarning` "
+                "(`--fidelity tpu`'s lint); `error` makes CI fail on any legacy API",
         summary="legacy-API warning policy", flag="--warnings", flag_entries=(RUN,),
         choices=("once", "always", "error", "ignore"),
         pytest_option="--tpu-compat-warnings", show=_unset_as("once")),
@@ -131,7 +131,9 @@ ROWS = (
                 "(eager TF 2.x code, or set explicitly; off inside `tf.function` and in "
                 "TF 1.x mode) TF 2.21 moves such ops to the TPU host itself, so nothing "
                 "is reported ([fidelity](docs/emulated_tpu.md#fidelity-would-a-tpu-"
-                "compile-this-step))",
+                "compile-this-step)); ops a TPU computes differently (seeded random ops, "
+                "float64, integer division by a divisor that can be 0) warn "
+                "(`TPUSemanticsWarning`, [lint](docs/emulated_tpu.md#the-tpu-semantics-lint))",
         summary="tpu: check every replica step at trace time as TF 2.21's TPU "
                 "compiler would",
         flag="--fidelity", flag_entries=(RUN, REGRESS), choices=("cpu", "tpu"),

@@ -22,6 +22,8 @@ from tpu_compat.regress.measure import launch_for, tolerances
 __all__ = ["VerifyResult", "verify"]
 
 _LEGACY_WARNING = re.compile(r"TPUCompatDeprecationWarning: (?P<message>.+)$", re.MULTILINE)
+# fidelity tpu's lint, also an error under --warnings=error (docs/emulated_tpu.md).
+_LINT_WARNING = re.compile(r"TPUSemanticsWarning: (?P<message>.+)$", re.MULTILINE)
 # The last line of a Python traceback: `SomeError: message` (dotted names too).
 _EXCEPTION_LINE = re.compile(r"^(?P<error>[A-Za-z_][\w.]*: .+)$", re.MULTILINE)
 _TRACEBACK = "Traceback (most recent call last):"
@@ -58,6 +60,11 @@ def _migrated_problem(path, result):
         return (f"{path} still uses legacy TPU APIs, so it fails under "
                 f"--warnings=error: {warning.group('message').strip()}")
     error = None if result.run.timed_out else _last_exception(result.run.stderr)
+    lint = _LINT_WARNING.search(error or "")
+    if lint is not None and result.run.returncode:
+        return (f"{path} computes something differently on a TPU, which fails it under "
+                f"--warnings=error (--fidelity cpu turns the check off): "
+                f"{lint.group('message').strip()}")
     if error is not None:
         # Most often a call TF 2.21's TPUStrategy rejects (strict mode).
         return f"{path} (migrated) {result.problem}: {error}"

@@ -20,7 +20,7 @@ from tpu_compat._tf_internals import (
     cross_device_ops_lib, def_function, device_util, mirrored_strategy, numpy_dataset,
     ops, tpu_function)
 from tpu_compat._tf_internals import framework_device as tf_device
-from tpu_compat.runtime import fidelity, hooks, steps, strict
+from tpu_compat.runtime import fidelity, hooks, steps, strict, tpu_semantics
 
 __all__ = ["EmulatedTPUExtended", "group_by_host", "replica_devices"]
 
@@ -192,11 +192,14 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
 
     def _checked_call(self, fn, args, kwargs):
         """Fidelity tpu: the ops every replica (and its merge_calls) created are
-        checked as the TPU compiler would, before any step runs."""
+        checked as the TPU compiler would, before any step runs, and linted for
+        what a TPU computes differently (runtime/tpu_semantics.py)."""
         graph = ops.get_default_graph()
         before = len(graph.get_operations())
         result = super()._call_for_each_replica(fn, args, kwargs)
-        fidelity.check_ops(graph.get_operations()[before:], graph)
+        created = graph.get_operations()[before:]
+        tpu_semantics.check_ops(created, graph)  # warnings: what a TPU computes differently
+        fidelity.check_ops(created, graph)
         return result
 
     def _checked_trace(self, function):

@@ -44,7 +44,8 @@ from tpu_compat._tf_internals import eager_context as context
 from tpu_compat._tf_internals import framework_config as tf_config
 from tpu_compat.runtime import compile_time_constants
 
-__all__ = ["TPUCompilationError", "check_ops", "enabled", "mark_host_ops"]
+__all__ = ["TPUCompilationError", "check_ops", "compiled_ops", "enabled",
+           "mark_host_ops"]
 
 _XLA_DEVICE_TYPES = ("XLA_CPU_JIT", "XLA_GPU_JIT")
 # Not in kTpuAllTypes (tensorflow/core/tpu/tpu_defs.h).
@@ -198,19 +199,31 @@ def _unbounded_shape_problem(op, dependence):
     return None
 
 
-def _offenders(op_list, graph, seen_graphs, dependence):
+def compiled_ops(op_list, graph, entering=None, seen_graphs=None):
+    """The ops of ``op_list`` (in ``graph``) a TPU compiles, and those of the
+    functions they call, each function once; host ops are left out.
+
+    ``entering(inner_graph, calling_op)`` is told before a function's ops.
+    """
+    seen_graphs = set() if seen_graphs is None else seen_graphs
     for op in op_list:
         if op.type in _V1_CONTROL_FLOW or _is_host_op(op):
             continue
-        problem = _compile_problem(op) or _unbounded_shape_problem(op, dependence)
-        if problem:
-            yield op, problem
+        yield op
         for inner in _function_graphs(op, graph):
             if id(inner) not in seen_graphs:
                 seen_graphs.add(id(inner))
-                dependence.bind(inner, op)
-                yield from _offenders(inner.get_operations(), inner, seen_graphs,
-                                      dependence)
+                if entering is not None:
+                    entering(inner, op)
+                yield from compiled_ops(inner.get_operations(), inner, entering,
+                                        seen_graphs)
+
+
+def _offenders(op_list, graph, dependence):
+    for op in compiled_ops(op_list, graph, dependence.bind):
+        problem = _compile_problem(op) or _unbounded_shape_problem(op, dependence)
+        if problem:
+            yield op, problem
 
 
 # -- the user's line -------------------------------------------------------------
@@ -252,7 +265,7 @@ def check_ops(op_list, graph):
     _ensure_xla_kernels_registered()
     messages = []
     dependence = compile_time_constants.ValueDependence()
-    for op, problem in _offenders(op_list, graph, set(), dependence):
+    for op, problem in _offenders(op_list, graph, dependence):
         message = _message(op, problem)
         key = message.split(" (", 1)[0]  # one line per op type and user line
         if all(not m.startswith(key) for m in messages):
