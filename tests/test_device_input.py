@@ -1,8 +1,9 @@
-"""Graph-mode per-device input pipelines on the emulated TPU run without autotuning.
+"""Per-device input pipelines on the emulated TPU run without autotuning.
 
 runtime/device_input.py says why: with tf.data autotuning on, each per-device
-iterator of a graph-mode MultiDeviceIterator starts a model thread, and
-closing the session waited minutes for those threads on a loaded machine.
+iterator of a MultiDeviceIterator starts a model thread, and destroying the
+iterators (closing a session, or collecting an eager iterator) waited minutes
+for those threads on a loaded machine.
 """
 
 import numpy as np
@@ -53,10 +54,26 @@ def test_graph_mode_device_pipelines_have_autotune_off_and_still_deliver(quiet_p
     np.testing.assert_array_equal(np.concatenate(got), np.arange(2 * len(devices)))
 
 
-def test_eager_pipelines_and_an_unpatched_process_are_left_alone(tpu8):
-    made = tf.data.Dataset.range(3)
-    quiet = device_input._without_autotune(lambda *args: made)  # pylint: disable=protected-access
-    assert quiet(None, None, 1, False) is made  # eager: TensorFlow's own pipeline
+def test_eager_distributed_input_gets_quiet_pipelines_too(quiet_pipelines):
+    made = []
+    create = multi_device_iterator_ops._create_device_dataset  # pylint: disable=protected-access
+
+    def recording(*args, **kwargs):
+        made.append(create(*args, **kwargs))
+        return made[-1]
+
+    multi_device_iterator_ops._create_device_dataset = recording  # pylint: disable=protected-access
+    try:
+        iterator = multi_device_iterator_ops.OwnedMultiDeviceIterator(
+            tf.data.Dataset.range(8).batch(2), list(quiet_pipelines.devices)[:2])
+        got = [t.numpy() for t in iterator.get_next()]
+    finally:
+        multi_device_iterator_ops._create_device_dataset = create  # pylint: disable=protected-access
+    assert len(made) == 2 and all(d.options().autotune.enabled is False for d in made)
+    np.testing.assert_array_equal(np.concatenate(got), [0, 1, 2, 3])
+
+
+def test_without_the_patch_tensorflow_keeps_its_own_pipelines(tpu8):
     graph = tf.Graph()
     with graph.as_default():
         multi_device_iterator_ops.MultiDeviceIterator(tf.data.Dataset.range(4),

@@ -139,8 +139,8 @@ PATCHES = (
           "with oneDNN on, the emulated replicas' convolutions give an empty batch "
           "a TPU core's result (runtime/empty_batches)"),
     Patch("device input", _device_input,
-          "graph-mode per-device input pipelines on the emulated TPU run without "
-          "tf.data autotuning, so closing a session does not stall (runtime/device_input)"),
+          "per-device input pipelines on the emulated TPU run without tf.data "
+          "autotuning, so destroying their iterators does not stall (runtime/device_input)"),
     Patch("numerics", _numerics,
           "--numerics tpu: the gen_*_ops functions of float32 matmuls, einsums and "
           "convolutions round their operands in replica steps (runtime/numerics)"),
