@@ -42,6 +42,8 @@ and, native TensorFlow's own multi-worker path:
              worker one device (collective_all_reduce_strategy.py,
              _initialize_local_devices); here it gets the 4 logical CPUs, as a
              pod host has 4 cores, by replacing that one method in this process.
+  mwms1      the same as TF 2.21 ships it for CPU workers: 2 workers x 1
+             device, 2 replicas of 32 (the same global batch of 64).
 
 The driver runs the configurations --runs times, rotating which goes first,
 and prints each figure's median over the runs (each run's figure is itself the
@@ -67,13 +69,14 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIGS = {"1x8": {"hosts": 1, "replicas": 8}, "2x4": {"hosts": 2, "replicas": 8},
-           "mwms": {"hosts": 2, "replicas": 8}}
+           "mwms": {"hosts": 2, "replicas": 8}, "mwms1": {"hosts": 2, "replicas": 2}}
+MWMS = ("mwms", "mwms1")
 FIGURES = ("START_SECONDS", "TRAIN_SECONDS_PER_100", "REDUCE_SECONDS_PER_100",
            "NATIVE_SECONDS_PER_100", "LOOP_SECONDS_PER_100", "MWMS_SECONDS_PER_100", "LOSS")
 ALTERNATIVES = ("none", "r1d", "coll8", "hier_r1d", "hier_coll")
 # The model of bench_steps_per_run (which installs tpu_compat when imported, so
 # the native MWMS process builds its own copy from these).
-FEATURES, OUTPUTS, PER_REPLICA_BATCH = 64, 8, 8
+FEATURES, OUTPUTS, GLOBAL_BATCH = 64, 8, 64
 
 
 def parse_args():
@@ -117,7 +120,7 @@ def timed(variants, args, warm_up_steps):
 # -- one configuration, in its own process --------------------------------------
 
 def child(args):
-    if args.child == "mwms":
+    if args.child in MWMS:
         mwms_child(args)
         return
     started = time.perf_counter()
@@ -248,22 +251,24 @@ def mwms_child(args):
     import numpy as np  # pylint: disable=import-outside-toplevel
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     from tensorflow.python.distribute import collective_all_reduce_strategy  # pylint: disable=import-outside-toplevel
-    cores = CONFIGS["mwms"]["replicas"] // CONFIGS["mwms"]["hosts"]
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(
-        cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(cores)])
+    cores = CONFIGS[args.child]["replicas"] // CONFIGS[args.child]["hosts"]
+    if cores > 1:
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(cores)])
 
-    def local_devices(self, cluster_resolver, worker_device):  # pylint: disable=unused-argument
-        return tuple(f"{worker_device}/device:CPU:{i}" for i in range(cores)), "CPU"
-    collective_all_reduce_strategy.CollectiveAllReduceExtended._initialize_local_devices = (  # pylint: disable=protected-access
-        local_devices)
+        def local_devices(self, cluster_resolver, worker_device):  # pylint: disable=unused-argument
+            return tuple(f"{worker_device}/device:CPU:{i}" for i in range(cores)), "CPU"
+        collective_all_reduce_strategy.CollectiveAllReduceExtended._initialize_local_devices = (  # pylint: disable=protected-access
+            local_devices)
     strategy = tf.distribute.MultiWorkerMirroredStrategy(
         communication_options=tf.distribute.experimental.CommunicationOptions(
             implementation=tf.distribute.experimental.CommunicationImplementation.RING))
-    assert strategy.num_replicas_in_sync == CONFIGS["mwms"]["replicas"], strategy.extended.worker_devices
+    assert strategy.num_replicas_in_sync == CONFIGS[args.child]["replicas"], \
+        strategy.extended.worker_devices
     start_seconds = time.perf_counter() - started
 
-    global_batch = PER_REPLICA_BATCH * strategy.num_replicas_in_sync
+    global_batch = GLOBAL_BATCH
     rng = np.random.RandomState(0)  # bench_steps_per_run's data
     x_data = rng.randn(global_batch * 64, FEATURES).astype(np.float32)
     y_data = rng.randn(global_batch * 64, OUTPUTS).astype(np.float32)
@@ -343,7 +348,7 @@ def run_child(config, args):
     command = [sys.executable, os.path.abspath(__file__), "--child", config,
                "--steps", str(args.steps), "--repeats", str(args.repeats),
                "--steps-per-run", str(args.steps_per_run)]
-    if config == "mwms":
+    if config in MWMS:
         workers = [f"localhost:{port}" for port in _free_ports(CONFIGS[config]["hosts"])]
         envs = [dict(env, TF_CONFIG=json.dumps({"cluster": {"worker": workers},
                                                 "task": {"type": "worker", "index": task}}))
@@ -402,6 +407,7 @@ def main():
     native = median("1x8", "NATIVE_SECONDS_PER_100")
     loop = median("2x4", "LOOP_SECONDS_PER_100")
     mwms = median("mwms", "MWMS_SECONDS_PER_100")
+    mwms1 = median("mwms1", "MWMS_SECONDS_PER_100")
     print(f"\n{args.runs} runs per configuration (median), each {args.repeats} interleaved "
           f"timings of {args.steps} steps; model 64x8, global batch 64, 8 replicas")
     rows = [
@@ -412,6 +418,8 @@ def main():
          "(beside (b))", loop),
         ("(m) native `MultiWorkerMirroredStrategy`, 2 workers x 4 logical CPUs, RING, "
          "`tf.range` loop", mwms),
+        ("(m1) native `MultiWorkerMirroredStrategy` as TF 2.21 ships it for CPUs: "
+         "2 workers x 1 device (2 replicas), RING, `tf.range` loop", mwms1),
         ("(c) native `MirroredStrategy`, 8 local logical CPUs, `ReductionToOneDevice`, "
          "`tf.range` loop (beside (a))", native),
         ("(r1) all-reduce-only step, 1 host x 8", reduce_one),
@@ -421,7 +429,7 @@ def main():
     for label, seconds in rows:
         print(f"| {label} | {seconds:.4f} | {100 / seconds:.1f} |")
     print(f"\nsteps/s against MWMS: (b) {mwms / pod:.2f}x, (b2) {mwms / loop:.2f}x "
-          f"(goal: at least 1.0x)")
+          f"(goal: at least 1.0x); against (m1): (b) {mwms1 / pod:.2f}x")
     print(f"ratio (b)/(a) time: {pod / one:.2f}; (a)/(c): {one / native:.2f}")
     print(f"collective overhead per step ((b) - (a)) / 100: {10 * (pod - one):.2f} ms")
     print(f"all-reduce-only step: {10 * reduce_one:.2f} ms on 1 host, {10 * reduce_pod:.2f} ms "
