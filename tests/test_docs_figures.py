@@ -102,7 +102,7 @@ QUOTED = [
     ("Emulated pod slice", r"\(b\) runs at \*\*([\d.]+)x\*\*\s+the steps/s of \(m\)",
      lambda r: r("(m) ") / r("(b) ")),
     ("Emulated pod slice", r"\(b2\) at ([\d.]+)x", lambda r: r("(m) ") / r("(b2) ")),
-    ("Emulated pod slice", r"and cost ([\d.]+) times `ReductionToOneDevice`",
+    ("Emulated pod slice", r"cost ([\d.]+) times `ReductionToOneDevice`",
      lambda r: r("`CollectiveAllReduce` RING over") / r("`ReductionToOneDevice` (what")),
 ]
 
