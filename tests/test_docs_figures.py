@@ -98,6 +98,12 @@ QUOTED = [
     ("Emulated pod slice", r"ms on one host and ([\d.]+) ms on two", lambda r: 10 * r("(r2) ")),
     ("Emulated pod slice", r"per step\) add\s+([\d.]+) ms",
      lambda r: 10 * (r("(r2) ") - r("(r1) "))),
+    # Against native MultiWorkerMirroredStrategy: steps/s, so (m)'s time over (b)'s.
+    ("Emulated pod slice", r"\(b\) runs at \*\*([\d.]+)x\*\*\s+the steps/s of \(m\)",
+     lambda r: r("(m) ") / r("(b) ")),
+    ("Emulated pod slice", r"\(b2\) at ([\d.]+)x", lambda r: r("(m) ") / r("(b2) ")),
+    ("Emulated pod slice", r"cost ([\d.]+) times `ReductionToOneDevice`",
+     lambda r: r("`CollectiveAllReduce` RING over") / r("`ReductionToOneDevice` (what")),
 ]
 
 

@@ -104,6 +104,10 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
         # replica order, and several strategies in one process (common in
         # legacy programs and notebooks) cannot collide on the collective
         # instance keys that every MirroredStrategy numbers from the same base.
+        # On a pod too, by measurement (benchmarks/bench_pod.py --alternatives,
+        # docs/performance.md): TF's CollectiveAllReduce over the pod's devices,
+        # MultiWorkerMirroredStrategy's RING all-reduce, took 3.2 times as long
+        # per loop step, and summing within each host first was slower too.
         hosts = group_by_host(devices)
         # MirroredExtended refuses devices of several workers in eager mode
         # (its in-graph multi-worker path is gone), so it is built on the
