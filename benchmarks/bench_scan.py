@@ -73,12 +73,22 @@ def tree_size(tree):
     return files, lines
 
 
+# tpu-compat's exit codes (tpu_compat/exit_codes.py) are a linter's: 0 clean, 1 findings.
+# Scan exits 1 on any tree with a legacy API, tf_upgrade_v2 0; anything else is a failure.
+_EXIT_OK, _EXIT_FINDINGS = 0, 1
+_ACCEPTED_CODES = (_EXIT_OK, _EXIT_FINDINGS)
+
+
+def _checked(code, argv, stderr):
+    if code not in _ACCEPTED_CODES:
+        raise SystemExit(f"{argv[0]} failed (exit code {code}):\n{stderr}")
+
+
 def measure(argv, env=None):
     completed = subprocess.run([sys.executable, "-c", _MEASURE, *argv], capture_output=True,
                                text=True, env=env, check=True)
     result = json.loads(completed.stdout)
-    if result["code"] not in (0, 1):
-        raise SystemExit(f"{argv[0]} failed ({result['code']}):\n{result['stderr']}")
+    _checked(result["code"], argv, result["stderr"])
     return result
 
 
@@ -107,8 +117,9 @@ class ScanRuns:
         self.runs.append(measure(self.argv, self.env))
 
     def summary(self):
-        findings = json.loads(subprocess.run(self.argv, capture_output=True, text=True,
-                                             env=self.env, check=True).stdout)
+        completed = subprocess.run(self.argv, capture_output=True, text=True, env=self.env)
+        _checked(completed.returncode, self.argv, completed.stderr[-2000:])
+        findings = json.loads(completed.stdout)
         high = sum(1 for f in findings["findings"] if f["confidence"] == "high")
         return _summary(self.runs, f"{high} high + {len(findings['findings']) - high} "
                                    f"low-confidence findings, {len(findings['errors'])} errors")
