@@ -1,7 +1,7 @@
 """Which files can hold a finding: a cheap test that never says no wrongly.
 
 Scan and upgrade send a file to the libcst analysis only if this says it may
-hold a finding; on tf_keras that is 9 files of 586 (see docs/performance.md).
+hold a finding; on tf_keras that is 10 files of 586 (see docs/migration.md).
 The test must be *conservative*: every finding the analysis
 (:mod:`tpu_compat.migrate.analysis`) can report needs something this test
 looks for, so a file it rejects has no finding. tests/test_migrate_prefilter.py
@@ -32,7 +32,7 @@ First the *code* must write the names a finding needs, as whole words
 so docstrings full of ``tf.keras.layers`` examples do not count; identifiers
 are written literally, so this is exact), a symbol's with the words of its
 path; then Python's own tree must have the node. On tf_keras 2.21 the first
-test leaves 19 files of 586, the tree 9 (docs/performance.md).
+test leaves 21 files of 586, the tree 10 (docs/migration.md).
 
 The words of a symbol's path are written wherever it is reached: the analysis
 gives a node a module path only from an import (its path as written) and then
