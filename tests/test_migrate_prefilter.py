@@ -273,6 +273,8 @@ TRICKY = [
     "g = '#' + \"#'\"  # '#\"\nh = g\n",
     "i = ('a'  # c'\n     'b')\nj = i.\\\n    upper\n",
     "def k(self, n: 'Strategy') -> \"T\":\n    '''doc'''\n    return self.m(n=n)\n",
+    # A one-line string continued by a backslash over a CRLF line ending.
+    "m = 'a\\\r\nb' + n.upper() + 'c\\\r\nd'\r\no = m\r\n",
 ]
 
 

@@ -135,8 +135,9 @@ _WORD = re.compile(r"\w+")
 _STRING_BODY = "|".join((
     r'"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""',
     r"'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''",
-    r'"[^"\\\r\n]*(?:\\.[^"\\\r\n]*)*"',
-    r"'[^'\\\r\n]*(?:\\.[^'\\\r\n]*)*'",
+    # A backslash continues a one-line string over any line ending, CRLF too.
+    r'"[^"\\\r\n]*(?:\\(?:\r\n|.)[^"\\\r\n]*)*"',
+    r"'[^'\\\r\n]*(?:\\(?:\r\n|.)[^'\\\r\n]*)*'",
 ))
 _NOT_CODE = re.compile(r"(?<!\w)((?:[fF][rR]?|[rR][fF])(?:" + _STRING_BODY + r"))"
                        r"|#[^\r\n]*|(?:" + _STRING_BODY + ")", re.DOTALL)
