@@ -57,10 +57,6 @@ __all__ = ["code_text", "code_words", "may_have_findings", "text_names_a_rule",
            "tree_may_have_findings", "words_name_a_rule"]
 
 
-def _last(path):
-    return path.rsplit(".", 1)[-1]
-
-
 def _derive():
     members = (set(_rules.METHOD_RULES) | set(_rules.ATTRIBUTE_RULES)) - _rules.KNOWN_RECEIVER_ONLY
     receiver_only = set(_rules.KNOWN_RECEIVER_ONLY)
@@ -105,12 +101,10 @@ METHOD_KEYWORDS: Dict[str, FrozenSet[str]]
 # tf.keras.layers is not TPC020's tensorflow.python.keras.layers.
 SYMBOL_MIDDLE_WORDS: Dict[str, FrozenSet[tuple]]
 MEMBERS, RECEIVER_ONLY, SYMBOL_PARENTS, METHOD_KEYWORDS, SYMBOL_MIDDLE_WORDS = _derive()
-NAMES = MEMBERS | frozenset(SYMBOL_PARENTS)
 # Modules every import of which is a finding (the table's import hooks):
 # an import at or below one is a finding, so the code writes each of their words.
 IMPORT_PREFIXES = tuple(sorted(_rules.IMPORT_PREFIX_RULES))
 _IMPORT_PREFIX_WORDS = tuple(frozenset(prefix.split(".")) for prefix in IMPORT_PREFIXES)
-NAMES = NAMES | frozenset(_last(prefix) for prefix in IMPORT_PREFIXES)
 
 # Every way the analysis recognises a strategy spells one of these: its
 # STRATEGY_* patterns all contain "trategy" (tests/test_migrate_prefilter.py).
@@ -242,9 +236,10 @@ def _import_names_symbol(dotted, relative, symbols):
     return False
 
 
-# canonical() turns tensorflow.compat.v1.contrib into tensorflow.contrib, so
-# below these words (or above None: a one-part path, the implicit `tf`) the
-# word written above a name need not be its path's: no check there.
+# canonical() drops compat hops (tensorflow.compat.v1.contrib is
+# tensorflow.contrib), and the implicit `tf` is a one-part path (None): where a
+# symbol's name or the word above it is one of these, the word an import ends
+# in need not be the one above the name, so a bare-name owner is not checked.
 _UNCHECKED_PARENTS = frozenset({None, imports.TENSORFLOW, "compat", "v1", "v2", "contrib"})
 
 

@@ -87,7 +87,7 @@ def check_syntax(text, path="<string>"):
     """Raises what :func:`parse` raises when Python cannot parse ``text``.
 
     Compiling to bytecode runs the same parser and builds no Python objects for
-    the tree: a quarter of ast.parse's time on tf_keras (docs/performance.md).
+    the tree: on tf_keras it takes about a quarter of ast.parse's time.
     Compiling also refuses some code the parser accepts (``return`` outside a
     function, ...): whatever it raises, parse() gives the verdict.
     """
