@@ -240,6 +240,22 @@ def test_bad_files_are_errors_not_crashes(mixed_tree):
     assert sorted(f.rule for f in result.findings) == ["TPC001", "TPC015", "TPC015"]
 
 
+# Python's parser accepts these (the judge of scan's errors); only its bytecode
+# compiler, which scan's syntax check runs first on files without a legacy
+# name, refuses them.
+PARSED_NOT_COMPILED = ["return 1\n", "def f(a, a):\n    pass\n", "nonlocal x\n", "break\n",
+                       "await x\n", "from __future__ import braces\n"]
+
+
+@pytest.mark.parametrize("source", PARSED_NOT_COMPILED)
+def test_what_python_parses_is_scanned_even_if_it_does_not_compile(tmp_path, source):
+    with pytest.raises(SyntaxError):
+        compile(source, "m.py", "exec")
+    (tmp_path / "m.py").write_text(source)
+    result = scan.scan_paths([str(tmp_path)])
+    assert (result.files_scanned, result.errors) == (1, [])
+
+
 def test_cli_reports_errors_and_keeps_going(mixed_tree):
     completed = run_cli("scan", "--format", "json", str(mixed_tree))
     assert completed.returncode == 1, completed.stderr  # it has findings

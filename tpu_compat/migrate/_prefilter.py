@@ -1,7 +1,7 @@
 """Which files can hold a finding: a cheap test that never says no wrongly.
 
 Scan and upgrade send a file to the libcst analysis only if this says it may
-hold a finding; on tf_keras that is 9 files of 586 (see docs/performance.md).
+hold a finding; on tf_keras that is 10 files of 586 (see docs/migration.md).
 The test must be *conservative*: every finding the analysis
 (:mod:`tpu_compat.migrate.analysis`) can report needs something this test
 looks for, so a file it rejects has no finding. tests/test_migrate_prefilter.py
@@ -27,22 +27,34 @@ What each kind of finding needs, derived from the table (:mod:`_rules`):
 * ``initialize``, which counts only on the iterator of an iterator factory,
   a method record of its own.
 
-First the text must contain one of the names (identifiers are written
-literally, so this is exact and costs microseconds); then Python's own tree,
-which the syntax check has already built, must have the node.
+First the *code* must write the names a finding needs, as whole words
+(:func:`code_words`: the text without its comments and plain string literals,
+so docstrings full of ``tf.keras.layers`` examples do not count; identifiers
+are written literally, so this is exact), a symbol's with the words of its
+path; then Python's own tree must have the node. On tf_keras 2.21 the first
+test leaves 21 files of 586, the tree 10 (docs/migration.md).
+
+The words of a symbol's path are written wherever it is reached: the analysis
+gives a node a module path only from an import (its path as written) and then
+attribute by attribute (``Imported.child`` keeps the name written; ``canonical``
+only drops compat hops). So each path that ends at a symbol has an *origin*: an
+import naming it, or an attribute ``W.name`` whose owner ``W`` has the path
+above it. An owner that is a bare name has such a path only if an import
+binding that name ends in the word above (or an assignment binds it: anything
+then), since a parameter holds a strategy, ``self`` or nothing; ``self.x``'s
+value (a class attribute) has its own origin where it was assigned.
 """
 
 import ast
+import dataclasses
 import re
-from typing import Dict, FrozenSet, Optional
+import sys
+from typing import Dict, FrozenSet, Optional, Set
 
 from tpu_compat.migrate import _rules, imports
 
-__all__ = ["may_have_findings", "text_names_a_rule"]
-
-
-def _last(path):
-    return path.rsplit(".", 1)[-1]
+__all__ = ["code_text", "code_words", "may_have_findings", "text_names_a_rule",
+           "tree_may_have_findings", "words_name_a_rule"]
 
 
 def _derive():
@@ -89,32 +101,86 @@ METHOD_KEYWORDS: Dict[str, FrozenSet[str]]
 # tf.keras.layers is not TPC020's tensorflow.python.keras.layers.
 SYMBOL_MIDDLE_WORDS: Dict[str, FrozenSet[tuple]]
 MEMBERS, RECEIVER_ONLY, SYMBOL_PARENTS, METHOD_KEYWORDS, SYMBOL_MIDDLE_WORDS = _derive()
-NAMES = MEMBERS | frozenset(SYMBOL_PARENTS)
 # Modules every import of which is a finding (the table's import hooks):
-# their last names make a file a candidate, an import at or below one a finding.
+# an import at or below one is a finding, so the code writes each of their words.
 IMPORT_PREFIXES = tuple(sorted(_rules.IMPORT_PREFIX_RULES))
-NAMES = NAMES | frozenset(_last(prefix) for prefix in IMPORT_PREFIXES)
+_IMPORT_PREFIX_WORDS = tuple(frozenset(prefix.split(".")) for prefix in IMPORT_PREFIXES)
 
 # Every way the analysis recognises a strategy spells one of these: its
 # STRATEGY_* patterns all contain "trategy" (tests/test_migrate_prefilter.py).
+# A string annotation can name a strategy class, so these are looked for in
+# the whole text, strings included.
 STRATEGY_WORDS = ("trategy",) + tuple(sorted(_rules.STRATEGY_PARAMETER_NAMES)) + tuple(
     sorted(_rules.STRATEGY_GETTERS))
 
-_TEXT_NAMES = tuple(sorted(NAMES | set(METHOD_KEYWORDS)))
-# reduce/unwrap as whole identifiers (not tf.reduce_sum): an identifier ends
-# where word characters do. Each pattern starts with its name, which lets the
-# regex engine skip ahead to it; the character before is checked by hand.
-_RECEIVER_ONLY_ENDS = tuple(re.compile(re.escape(name) + r"\b") for name in sorted(RECEIVER_ONLY))
-_WORD_CHARACTER = re.compile(r"\w")
+# Names that make a file a candidate by themselves.
+_ALONE = MEMBERS | frozenset(METHOD_KEYWORDS)
+# Every word the first test can need, each matched as a whole identifier.
+_WORDS = (_ALONE | RECEIVER_ONLY | frozenset(SYMBOL_MIDDLE_WORDS)
+          | frozenset(word for words in _IMPORT_PREFIX_WORDS for word in words)
+          | frozenset(word for paths in SYMBOL_MIDDLE_WORDS.values()
+                      for _, middle in paths for word in middle))
+_WORD = re.compile(r"\w+")
+
+# Comments and string literals, left to right, as Python's tokenizer reads them
+# (the text is valid Python when this matters: a file that is not is reported
+# whatever this says). An f-string (group 1) is kept whole, as its braces hold
+# code; a prefix counts only as a whole word (`if"x"` is the keyword and a string).
+_STRING_BODY = "|".join((
+    r'"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""',
+    r"'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''",
+    # A backslash continues a one-line string over any line ending, CRLF too.
+    r'"[^"\\\r\n]*(?:\\(?:\r\n|.)[^"\\\r\n]*)*"',
+    r"'[^'\\\r\n]*(?:\\(?:\r\n|.)[^'\\\r\n]*)*'",
+))
+_NOT_CODE = re.compile(r"(?<!\w)((?:[fF][rR]?|[rR][fF])(?:" + _STRING_BODY + r"))"
+                       r"|#[^\r\n]*|(?:" + _STRING_BODY + ")", re.DOTALL)
+_F_STRING_START = re.compile(r"(?<!\w)(?:[fF][rR]?|[rR][fF])['\"]")
+# From Python 3.12 an f-string may nest its own quotes (PEP 701), which the
+# expressions above cannot follow: such text is taken whole.
+_NESTING_F_STRINGS = sys.version_info >= (3, 12)
 
 
-def _mentions_receiver_only(text):
-    for pattern in _RECEIVER_ONLY_ENDS:
-        for match in pattern.finditer(text):
-            start = match.start()
-            if start == 0 or not _WORD_CHARACTER.match(text, start - 1):
-                return True
-    return False
+def code_text(text: str) -> str:
+    """``text`` without its comments and plain (not f-) string literals, each
+    replaced by a space: what remains holds every identifier of the code."""
+    if _NESTING_F_STRINGS and _F_STRING_START.search(text):
+        return text
+    return _NOT_CODE.sub(r"\1 ", text)
+
+
+def code_words(text: str) -> FrozenSet[str]:
+    """The words the first test needs that the code of ``text`` writes."""
+    return _WORDS.intersection(_WORD.findall(code_text(text)))
+
+
+def _symbols_written(words):
+    """Symbol last name -> the parents of those of its paths whose middle words
+    the code all writes (only symbols it writes, with such a path)."""
+    symbols = {}
+    for name in words.intersection(SYMBOL_MIDDLE_WORDS):
+        parents = frozenset(parent for parent, middle in SYMBOL_MIDDLE_WORDS[name]
+                            if words.issuperset(middle))
+        if parents:
+            symbols[name] = parents
+    return symbols
+
+
+def _names_a_strategy_method(text, words):
+    return not RECEIVER_ONLY.isdisjoint(words) and any(word in text for word in STRATEGY_WORDS)
+
+
+def words_name_a_rule(text: str, words: FrozenSet[str]) -> bool:
+    """The first test: the code (its ``code_words``) writes what a finding needs."""
+    return (not _ALONE.isdisjoint(words)
+            or any(prefix <= words for prefix in _IMPORT_PREFIX_WORDS)
+            or _names_a_strategy_method(text, words)
+            or bool(_symbols_written(words)))
+
+
+def text_names_a_rule(text: str) -> bool:
+    """The first test on ``text``: whether its code writes what a finding needs."""
+    return words_name_a_rule(text, code_words(text))
 
 
 def _bound_names(node):
@@ -154,21 +220,6 @@ def _reduce_without_axis(call):
             and len(call.args) + len(keywords) == 2)
 
 
-def _symbols_written(text):
-    """Symbol last name -> the parents of those of its paths whose middle words
-    ``text`` all writes (only names written in ``text``, with such a path)."""
-    def written(word):
-        return re.search(rf"\b{re.escape(word)}\b", text) is not None
-    symbols = {}
-    for name, paths in SYMBOL_MIDDLE_WORDS.items():
-        if name in text:
-            parents = frozenset(parent for parent, words in paths
-                                if all(written(w) for w in words))
-            if parents:
-                symbols[name] = parents
-    return symbols
-
-
 def _import_names_symbol(dotted, relative, symbols):
     """Whether an import of ``dotted`` may bind a symbol's path (or, as libcst
     sees ``import a.b`` as attributes, name a member)."""
@@ -185,29 +236,93 @@ def _import_names_symbol(dotted, relative, symbols):
     return False
 
 
-def _may_name_symbol(owner, name, bound, parents):
-    """Whether ``owner.name`` may resolve to a symbol's path.
+# canonical() drops compat hops (tensorflow.compat.v1.contrib is
+# tensorflow.contrib), and the implicit `tf` is a one-part path (None): where a
+# symbol's name or the word above it is one of these, the word an import ends
+# in need not be the one above the name, so a bare-name owner is not checked.
+_UNCHECKED_PARENTS = frozenset({None, imports.TENSORFLOW, "compat", "v1", "v2", "contrib"})
+
+
+@dataclasses.dataclass
+class _Bindings:
+    """What may give a name or a class attribute a module path (the analysis
+    follows only these): ``imported``: name -> the words its imports end in;
+    ``assigned``: names an assignment binds to what may be a module (an
+    attribute, or a name imported, so assigned or the implicit ``tf``; not a
+    parameter); ``stored``: attributes so assigned through a name
+    (``self.exp = tf.x``). Complete after :meth:`resolve`."""
+    imported: Dict[str, set] = dataclasses.field(default_factory=dict)
+    assigned: Set[str] = dataclasses.field(default_factory=set)
+    stored: Set[str] = dataclasses.field(default_factory=set)
+    assignments: list = dataclasses.field(default_factory=list)
+
+    def add_import(self, node):
+        # The last word of ``import a.b as c`` and ``from a import b``; every
+        # part of ``import a.b`` (libcst resolves a.b.x by the longest prefix).
+        for alias in node.names:
+            if alias.asname or isinstance(node, ast.ImportFrom):
+                words = (alias.name.rsplit(".", 1)[-1],)
+            else:
+                words = alias.name.split(".")
+            bound = alias.asname or alias.name.split(".", 1)[0]
+            self.imported.setdefault(bound, set()).update(words)
+
+    def add_assignment(self, targets, value):
+        # analysis._Collector._bind_target: a value is kept for a name or a
+        # name's attribute; only a name or an attribute has a module path.
+        if isinstance(value, (ast.Name, ast.Attribute)):
+            self.assignments.append((targets, value))
+
+    def _may_be_module(self, value):
+        return (not isinstance(value, ast.Name) or value.id in self.imported
+                or value.id in self.assigned or value.id == "tf")
+
+    def resolve(self):
+        pending = self.assignments
+        while True:  # a = b; b = tf.x: until no assignment adds a name
+            left = []
+            for targets, value in pending:
+                if not self._may_be_module(value):
+                    left.append((targets, value))
+                    continue
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        self.assigned.add(target.id)
+                    elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                        self.stored.add(target.attr)
+            if len(left) == len(pending):
+                return self
+            pending = left
+
+
+def _may_name_symbol(owner, name, bound, parents, bindings):
+    """Whether ``owner.name`` may be where a symbol's path is reached.
 
     The analysis gives an attribute a module path only through its owner's:
     an imported module's child keeps the name written, so ``X.TPUStrategy`` is
-    legacy only if X's path ends in "experimental". X may be a name (any alias),
+    legacy only if X's path ends in "experimental". X may be a name bound by
+    an import ending so or by an assignment (a parameter holds no module),
     ``....experimental``, or a chain through a class attribute (``self.exp``,
-    whose first name a parameter binds); a chain whose first name only imports
-    bind ends in what is written; a call or subscript never has a module path.
+    whose first name a parameter binds, an attribute some assignment stores a
+    name or attribute in); a chain whose first name only imports bind ends in
+    what is written; a call or subscript never has a module path.
     """
     if isinstance(owner, ast.Name):
-        return True
+        return (owner.id in bindings.assigned
+                or not parents.isdisjoint(bindings.imported.get(owner.id, ()))
+                or not _UNCHECKED_PARENTS.isdisjoint(parents) or name in _UNCHECKED_PARENTS)
     if not isinstance(owner, ast.Attribute):
         return False
     if owner.attr in parents:
         return True
+    last = owner.attr
     while isinstance(owner, ast.Attribute):
         owner = owner.value
-    return isinstance(owner, ast.Name) and owner.id in bound
+    return isinstance(owner, ast.Name) and owner.id in bound and last in bindings.stored
 
 
 def _tree_may_have_findings(tree, strategy_text, symbols):
-    receivers, symbol_owners, bound = [], [], set()
+    receivers, symbol_owners, bound, bindings = [], [], set(), _Bindings()
     reduce_name = _rules.REDUCE_WITHOUT_AXIS.name
     for node in ast.walk(tree):
         kind = type(node)
@@ -230,37 +345,41 @@ def _tree_may_have_findings(tree, strategy_text, symbols):
         elif kind is ast.Import:
             if any(_import_names_symbol(alias.name, False, symbols) for alias in node.names):
                 return True
+            bindings.add_import(node)
         elif kind is ast.ImportFrom:
             module = node.module or ""
             relative = node.level > 0 or not module
             if any(_import_names_symbol(f"{module}.{alias.name}" if module else alias.name,
                                         relative, symbols) for alias in node.names):
                 return True
+            bindings.add_import(node)
         else:
             bound.update(_bound_names(node))
+            if kind is ast.Assign:
+                bindings.add_assignment(node.targets, node.value)
+            elif kind is ast.AnnAssign or kind is ast.NamedExpr:
+                bindings.add_assignment((node.target,), node.value)
     # Bindings are known only after the whole tree.
-    if any(_may_name_symbol(owner, name, bound, symbols[name])
+    bindings.resolve()
+    if any(_may_name_symbol(owner, name, bound, symbols[name], bindings)
            for owner, name in symbol_owners):
         return True
     return strategy_text and any(_may_be_strategy(receiver, bound) for receiver in receivers)
 
 
-def _names_a_strategy_method(text):
-    return any(word in text for word in STRATEGY_WORDS) and _mentions_receiver_only(text)
-
-
-def text_names_a_rule(text: str) -> bool:
-    """The first, textual test: a name some finding needs is written in ``text``."""
-    return _names_a_strategy_method(text) or any(name in text for name in _TEXT_NAMES)
+def tree_may_have_findings(text: str, tree: ast.AST, words: FrozenSet[str]) -> bool:
+    """The second test, on Python's tree of ``text`` whose ``code_words`` are ``words``."""
+    return _tree_may_have_findings(tree, _names_a_strategy_method(text, words),
+                                   _symbols_written(words))
 
 
 def may_have_findings(text: str, tree: Optional[ast.AST] = None) -> bool:
     """Whether ``text`` (whose Python tree is ``tree``, if already parsed) can hold
-    a finding. Raises SyntaxError only when ``tree`` is None and ``text`` does
-    not parse."""
-    strategy_text = _names_a_strategy_method(text)
-    if not strategy_text and not any(name in text for name in _TEXT_NAMES):
+    a finding. Raises SyntaxError only when ``tree`` is None, the code names a
+    rule and ``text`` does not parse."""
+    words = code_words(text)
+    if not words_name_a_rule(text, words):
         return False
     if tree is None:
         tree = ast.parse(text)
-    return _tree_may_have_findings(tree, strategy_text, _symbols_written(text))
+    return tree_may_have_findings(text, tree, words)
