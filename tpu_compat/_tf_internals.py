@@ -7,7 +7,7 @@ through the installation's changes and undone by ``uninstall()``), which only
 the defining module allows: the public name is the same object, so replacing
 it there would not reach TensorFlow's internal callers. "No public API" means
 none in TF 2.21's ``tf`` namespace. These imports run in every cell of the
-proven range, TF 2.16 to 2.21 (docs/tf_versions.md), whose runs install tpu_compat.
+proven range, TF 2.15 to 2.21 (docs/tf_versions.md), whose runs install tpu_compat.
 
 Importing this module imports TensorFlow: only runtime/ and lowlevel/ modules
 import it (``import tpu_compat`` stays light). estimator/, patching/, pod/ and
