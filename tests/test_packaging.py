@@ -50,7 +50,20 @@ def _tensorflows_after(requirements):
 def test_base_install_requires_no_tensorflow():
     base = _requirements(_setup_cfg()["options"]["install_requires"])
     assert not _tensorflows_after(base), [str(r) for r in base]
-    assert {r.name for r in base} == {"libcst", "packaging"}
+    assert {r.name for r in base} == {"libcst", "packaging", "tomli"}
+
+
+@pytest.mark.parametrize("python", ["3.10", "3.11", "3.12", "3.13"])
+def test_base_install_brings_a_toml_reader_on_every_python(python):
+    # regress/sidecar.py reads TOML with tomllib (Python 3.11+), else tomli:
+    # the base install must bring tomli exactly where tomllib is missing.
+    base = _requirements(_setup_cfg()["options"]["install_requires"])
+    active = {r.name for r in base
+              if r.marker is None or r.marker.evaluate({"python_version": python})}
+    assert ("tomli" in active) is (python == "3.10"), (python, active)
+    with open(os.path.join(REPO_ROOT, "tpu_compat", "regress", "sidecar.py"),
+              encoding="utf-8") as stream:
+        assert "import tomli as tomllib" in stream.read()
 
 
 def test_every_combination_of_extras_ends_with_at_most_one_tensorflow():

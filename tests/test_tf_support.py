@@ -177,18 +177,19 @@ def test_doctor_reports_the_mix(monkeypatch):
 def test_versions_outside_the_proven_range_warn_once(monkeypatch):
     monkeypatch.setattr(tf_support, "_warned_versions", set())
     low, high = tf_support.PROVEN_TF_RANGE
+    below = f"2.{int(low.split('.')[1]) - 1}.1"  # the minor under the range
     assert tf_support.is_proven(f"{high}.0") and tf_support.is_proven(f"{low}.0rc1")
-    assert not tf_support.is_proven("2.15.1") and not tf_support.is_proven("2.99.0-dev20990101")
+    assert not tf_support.is_proven(below) and not tf_support.is_proven("2.99.0-dev20990101")
     assert not tf_support.is_proven("not a version")
     with pytest.warns(tf_support.UntestedTensorFlowWarning) as caught:
-        tf_support.warn_if_unproven("2.15.1")
+        tf_support.warn_if_unproven(below)
     assert str(caught[0].message) == (
         f"tpu_compat was tested with TensorFlow {low} to {high} on Python "
         f"{tf_support.PYTHON} (docs/tf_versions.md); "
-        f"TensorFlow 2.15.1 is outside that range and may not work")
+        f"TensorFlow {below} is outside that range and may not work")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        tf_support.warn_if_unproven("2.15.1")      # once per process
+        tf_support.warn_if_unproven(below)      # once per process
         tf_support.warn_if_unproven(f"{high}.0")   # proven: silent
 
 

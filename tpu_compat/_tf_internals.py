@@ -6,10 +6,10 @@ runtime/ replaces an attribute on TensorFlow's own module or class (recorded
 through the installation's changes and undone by ``uninstall()``), which only
 the defining module allows: the public name is the same object, so replacing
 it there would not reach TensorFlow's internal callers. "No public API" means
-none in TF 2.21's ``tf`` namespace. Checked in: every import here runs in every
-cell of the proven range, TF 2.16 to 2.21 (docs/tf_versions.md), whose runs
-install tpu_compat (runtime/, lowlevel/) and run a TPUEstimator (estimator/);
-a section whose names were checked in fewer versions says which.
+none in TF 2.21's ``tf`` namespace. Checked in: the proven range, TF 2.15 to
+2.21 (docs/tf_versions.md), whose runs install tpu_compat (runtime/, lowlevel/)
+and run a TPUEstimator (estimator/); a section whose names were checked in fewer
+versions says which.
 
 Importing this module imports TensorFlow: runtime/, lowlevel/ and estimator/
 import it at module level (they import TensorFlow anyway); patching/, pod/ and
@@ -62,9 +62,9 @@ from tensorflow.python.distribute.cluster_resolver.tpu import (
 # no public API.
 from tensorflow.python.data.experimental.ops import distribute as tf_data_distribute
 # _create_device_dataset: the per-device pipeline of a MultiDeviceIterator, which
-# graph-mode distributed input is read through (device_input.py); same signature
-# (prototype_ds, incarnation_id, prefetch_buffer_size, experimental_slack) in TF
-# 2.16 to 2.21; no public API.
+# distributed input is read through (device_input.py); same signature
+# (prototype_ds, incarnation_id, prefetch_buffer_size, experimental_slack) checked
+# in TF 2.15 and 2.21 (added after the matrix's last cells); no public API.
 from tensorflow.python.data.ops import multi_device_iterator_ops
 
 # -- the TPU library ------------------------------------------------------------------
