@@ -8,7 +8,8 @@ TPU_COMPAT_FIDELITY=cpu and =tpu, interleaved, and reports the medians, the
 overhead of tpu as a % of the whole cpu run, and the check's own time
 (fidelity.check_ops, timed in place). Not a test: the machine is noisy.
 
-usage: python benchmarks/bench_fidelity.py [--replicas 8] [--repeats 5]
+usage: python benchmarks/bench_fidelity.py [--replicas 8] [--repeats 5] [--steps-per-run 100]
+                                          [--json PATH]
 """
 import os
 import statistics
@@ -18,6 +19,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # bench_steps_per_run parses these flags and installs the emulated TPU.
 import bench_steps_per_run as bench  # noqa: E402
+import _results  # noqa: E402
 
 from tpu_compat import settings  # noqa: E402
 from tpu_compat.runtime import fidelity  # noqa: E402
@@ -65,3 +67,7 @@ print(f"fidelity tpu  s / run: {tpu:.4f}")
 print(f"check_ops     s / run: {check:.4f}")
 print(f"overhead (tpu - cpu) / cpu: {100 * (tpu - cpu) / cpu:.1f} %   (goal <= 5 %)")
 print(f"check's own time / cpu run: {100 * check / cpu:.1f} %")
+_results.write(bench.args.json, {
+    "cpu_s_per_run": cpu, "tpu_s_per_run": tpu, "check_s_per_run": check,
+    "overhead_percent": 100 * (tpu - cpu) / cpu, "check_percent": 100 * check / cpu,
+}, [_results.goal("fidelity tpu overhead, % of the cpu run", 100 * (tpu - cpu) / cpu, "<=", 5)])
