@@ -75,6 +75,7 @@ class Benchmark:
     prose: Tuple[Prose, ...] = ()
     # How its figures are read: "json" (--json PATH), or a parser of its stdout.
     reader: str = "json"
+    needs: Tuple[str, ...] = ()  # figures a run must report besides those above
 
     @property
     def script(self):
@@ -114,7 +115,7 @@ BENCHMARKS = (
     Benchmark(
         "scan", "scan vs tf_upgrade_v2",
         full=(), smoke=("{tree}", "--repeat", "1", "--tf-repeat", "1", "--skip-tf-upgrade"),
-        timeout=1800, reader="scan"),
+        timeout=1800, reader="scan", needs=("scan_wall_s", "scan_cpu_s", "scan_rss_mb")),
     Benchmark(
         "keras_fit", "Keras fit with steps_per_run",
         full=(), smoke=TINY_8 + ("--steps", "50", "--repeats", "1"),
@@ -134,8 +135,8 @@ BENCHMARKS = (
         timeout=1800,
         cells={"(a) ": ("a_samples_per_s",), "(b) ": ("b_samples_per_s",)},
         prose=(Prose(r"\(a\)/\(b\) = \*\*([\d.]+)\*\*", "ratio_a_b"),
-               Prose(r"single runs ranged from ([\d,]+)", "slowest_run_samples_per_s"),
-               Prose(r"single runs ranged from [\d,]+ to ([\d,]+)",
+               Prose(r"single runs\s+ranged\s+from ([\d,]+)", "slowest_run_samples_per_s"),
+               Prose(r"single runs\s+ranged\s+from [\d,]+\s+to\s+([\d,]+)",
                      "fastest_run_samples_per_s"))),
     Benchmark(
         "tpu_replicate", "tpu.replicate in a tf.while_loop",
@@ -164,7 +165,7 @@ BENCHMARKS = (
     Benchmark(
         "pod", "Emulated pod slice",
         full=(), smoke=("--runs", "1", "--steps", "100", "--repeats", "1"),
-        timeout=3600, reader="pod",
+        timeout=3600, reader="pod", needs=("(a)#1", "(b)#1", "ratio_b_a"),
         prose=(Prose(r"\(b\)/\(a\) time ratio \*\*([\d.]+)\*\*", "ratio_b_a", False),
                Prose(r"\(a\)/\(c\) \*\*([\d.]+)\*\*", "ratio_a_c", False),
                Prose(r"machine\): \*\*([\d.]+) ms\*\*", "overhead_ms", False),
@@ -187,8 +188,8 @@ BENCHMARKS = (
         timeout=1800,
         cells={"(a) ": ("fit_exact_samples_per_s", "fit_tpu_samples_per_s", "fit_ratio"),
                "(b) ": ("loop_exact_s_per_100", "loop_tpu_s_per_100", "loop_ratio")},
-        prose=(Prose(r"Keras fit: \*\*([\d.]+)x\*\*", "fit_ratio"),
-               Prose(r"steps_per_run loop: \*\*([\d.]+)x\*\*", "loop_ratio"))),
+        prose=(Prose(r"Keras\s+fit:\s+\*\*([\d.]+)x\*\*", "fit_ratio"),
+               Prose(r"steps_per_run\s+loop:\s+\*\*([\d.]+)x\*\*", "loop_ratio"))),
 )
 
 BY_NAME = {b.name: b for b in BENCHMARKS}
@@ -238,6 +239,11 @@ def read_scan(stdout, returncode):
     start = stdout.find("## scan vs tf_upgrade_v2")
     section = stdout[start:].rstrip("\n") + "\n" if start >= 0 else None
     figures, goals = {}, []
+    scan_row = re.search(r"^\| `tpu-compat scan[^|]*\|[^|]*\|[^|]*\| (" + _NUMBER + r") \| ("
+                         + _NUMBER + r") \| (" + _NUMBER + r") \|", stdout, flags=re.MULTILINE)
+    if scan_row:  # the first scan row: its wall and CPU seconds, its peak RSS
+        figures.update(zip(("scan_wall_s", "scan_cpu_s", "scan_rss_mb"),
+                           map(_float, scan_row.groups())))
     speedup = re.search(r"\*\*([\d.]+)x faster\*\*", stdout)
     if speedup:
         figures["speedup_wall"] = float(speedup.group(1))
@@ -422,23 +428,20 @@ def run_one(benchmark, smoke, scratch):
         result = read_scan(finished.stdout, finished.returncode)
         if result["section"] is None:
             return None, f"{name} printed no '## scan vs tf_upgrade_v2' section"
-        return result, None
-    if finished.returncode != 0:
+    elif finished.returncode != 0:
         return None, f"{name} failed (exit {finished.returncode}): {_tail(finished.stderr)}"
-    if benchmark.reader == "pod":
+    elif benchmark.reader == "pod":
         result = read_pod(finished.stdout)
-        if not result["figures"]:
-            return None, f"{name} printed no table of figures"
-        return result, None
-    try:
-        with open(json_path, encoding="utf-8") as handle:
-            result = json.load(handle)
-    except (OSError, ValueError) as error:
-        return None, f"{name} wrote no readable --json result ({error})"
-    missing = sorted(set(_figure_names(benchmark)) - set(result["figures"]))
+    else:
+        try:
+            with open(json_path, encoding="utf-8") as handle:
+                result = json.load(handle)
+        except (OSError, ValueError) as error:
+            return None, f"{name} wrote no readable --json result ({error})"
+    missing = sorted(set(required_figures(benchmark)) - set(result["figures"]))
     bad = sorted(k for k, v in result["figures"].items() if not math.isfinite(v))
     if missing or bad:
-        return None, f"{name} did not report {missing or ''} {bad and f'finite {bad}' or ''}"
+        return None, f"{name} did not report these figures (or not finite): {missing + bad}"
     return result, None
 
 
@@ -447,9 +450,10 @@ def _children_cpu():
     return usage.ru_utime + usage.ru_stime
 
 
-def _figure_names(benchmark):
+def required_figures(benchmark):
+    """The figures a run of ``benchmark`` must report (its smoke run too)."""
     names = [n for names in benchmark.cells.values() for n in names if n is not None]
-    return names + [p.figure for p in benchmark.prose if p.required]
+    return list(benchmark.needs) + names + [p.figure for p in benchmark.prose if p.required]
 
 
 def _tail(stderr):
