@@ -363,19 +363,19 @@ def _version(*distributions):
 
 
 def commit():
-    """HEAD's short hash, and whether tracked files besides the docs differ from it."""
+    """HEAD's short hash, and whether tracked files besides documents differ from it."""
     def git(*args):
         return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True,
                               timeout=30, check=False).stdout.strip()
     head = git("rev-parse", "--short", "HEAD") or "unknown"
     changed = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no")
-               .splitlines() if not line[3:].startswith("docs/")]
+               .splitlines() if not line[3:].endswith(".md")]
     return head + (" with uncommitted changes" if changed else "")
 
 
-def provenance(load_before, load_after, when=None):
+def provenance(measured_at, load_before, load_after, when=None):
     when = when or datetime.date.today().isoformat()
-    return (f"{PROVENANCE}{commit()} ({when}) by `python scripts/run_benchmarks.py`: "
+    return (f"{PROVENANCE}{measured_at} ({when}) by `python scripts/run_benchmarks.py`: "
             f"Python {platform.python_version()}, TensorFlow {_version('tensorflow')}, "
             f"tf-keras {_version('tf-keras', 'tf_keras')}, {os.cpu_count()} CPUs, load "
             f"average {load_before:.2f} before the run and {load_after:.2f} after.")
@@ -489,6 +489,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as scratch:
         for benchmark in chosen:
             print(f"run_benchmarks: {benchmark.name} ...", flush=True)
+            measured_at = commit()  # before the run: the code that runs
             load_before, cpu_before = os.getloadavg()[0], _children_cpu()
             result, failure = run_one(benchmark, args.smoke, scratch)
             load_after, cpu = os.getloadavg()[0], _children_cpu() - cpu_before
@@ -505,7 +506,7 @@ def main(argv=None):
             with open(args.docs, encoding="utf-8") as handle:
                 document = handle.read()
             document, placed = update_section(document, benchmark, result,
-                                              provenance(load_before, load_after))
+                                              provenance(measured_at, load_before, load_after))
             problems += [f"{benchmark.name}: {p}" for p in placed]
             with open(args.docs, "w", encoding="utf-8") as handle:
                 handle.write(document)
