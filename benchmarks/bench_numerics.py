@@ -21,9 +21,9 @@ must hold float32 -> bfloat16 casts, the exact copy none. The copies run
 interleaved, --repeats times; the medians and the time ratios tpu/exact are
 reported (goal: at most 1.3 each). Not a test: the machine is noisy.
 
-usage: python benchmarks/bench_numerics.py [--replicas 8] [--fit-steps 200]
-           [--loop-steps 500] [--steps-per-execution 50] [--steps-per-run 100]
-           [--repeats 5] [--json PATH]
+usage: python benchmarks/bench_numerics.py [--replicas 8] [--fit-steps 100]
+           [--loop-steps 300] [--steps-per-execution 50] [--steps-per-run 100]
+           [--repeats 3] [--json PATH]
 """
 import argparse
 import os
@@ -40,13 +40,13 @@ FEATURES, HIDDEN, OUTPUTS = 64, 128, 8
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicas", type=int, default=8)
-    parser.add_argument("--fit-steps", type=int, default=200,
+    parser.add_argument("--fit-steps", type=int, default=100,
                         help="steps per timed fit of (a)")
-    parser.add_argument("--loop-steps", type=int, default=500,
+    parser.add_argument("--loop-steps", type=int, default=300,
                         help="steps per timing of (b), a multiple of --steps-per-run")
     parser.add_argument("--steps-per-execution", type=int, default=50)
     parser.add_argument("--steps-per-run", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3)
     _results.add_json_argument(parser)
     args = parser.parse_args()
     for name in ("replicas", "fit_steps", "loop_steps", "steps_per_execution",
