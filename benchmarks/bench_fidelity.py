@@ -38,6 +38,19 @@ def timed_check_ops(op_list, graph):
 
 fidelity.check_ops = timed_check_ops  # module attribute: emulated.py calls it so
 
+# Each run builds a new iterator and drops the last: without tf.data's autotuning
+# thread, whose iterator TF 2.21 can take minutes to destroy under load.
+_dataset = bench.dataset
+
+
+def dataset_without_autotune():
+    options = bench.tf.data.Options()
+    options.autotune.enabled = False
+    return _dataset().with_options(options)
+
+
+bench.dataset = dataset_without_autotune  # module attribute: variant_legacy calls it so
+
 
 def build_and_run(choice):
     """Seconds to build variant (a) and run one 100-step host call (trace included)."""

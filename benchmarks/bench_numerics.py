@@ -52,11 +52,25 @@ def parse_args():
     for name in ("replicas", "fit_steps", "loop_steps", "steps_per_execution",
                  "steps_per_run", "repeats"):
         if getattr(args, name) <= 0:
-            parser.error(f"--{name.replace('_', '-')} {getattr(args, name)}: give a positive number")
+            parser.error(f"--{name.replace('_', '-')} {getattr(args, name)}: "
+                         f"give a positive number")
     if args.loop_steps % args.steps_per_run:
         parser.error(f"--loop-steps {args.loop_steps}: give a multiple of --steps-per-run "
                      f"({args.steps_per_run})")
     return args
+
+
+def without_autotune(tf, dataset):
+    """``dataset`` without tf.data's autotuning thread.
+
+    TF 2.21 can wait minutes destroying an autotuned iterator under load (each
+    fit makes one: RootDataset::Iterator's destructor waits for the
+    UnboundedThreadPool thread of Model::OptimizeLoop), stalling the run; the
+    input here is in-memory tensors, with nothing to tune.
+    """
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    return dataset.with_options(options)
 
 
 def bfloat16_casts(graphs):
@@ -87,8 +101,8 @@ class Workloads:
         rng = np.random.RandomState(0)
         x = rng.rand(batch * 4, IMAGE, IMAGE, CHANNELS).astype(np.float32)
         y = rng.randint(0, CLASSES, batch * 4).astype(np.int32)
-        dataset = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(
-            batch, drop_remainder=True)
+        dataset = without_autotune(tf, tf.data.Dataset.from_tensor_slices((x, y)).repeat()
+                                   .batch(batch, drop_remainder=True))
         with strategy.scope():
             model = tf.keras.Sequential([
                 tf.keras.layers.Conv2D(FILTERS, 3, activation="relu", padding="same",
@@ -119,8 +133,8 @@ class Workloads:
         rng = np.random.RandomState(0)
         x = rng.randn(batch * 16, FEATURES).astype(np.float32)
         y = rng.randn(batch * 16, OUTPUTS).astype(np.float32)
-        dataset = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(
-            batch, drop_remainder=True)
+        dataset = without_autotune(tf, tf.data.Dataset.from_tensor_slices((x, y)).repeat()
+                                   .batch(batch, drop_remainder=True))
         with strategy.scope():
             hidden = tf.Variable(rng.randn(FEATURES, HIDDEN).astype(np.float32) * 0.1)
             out = tf.Variable(tf.zeros([HIDDEN, OUTPUTS]))

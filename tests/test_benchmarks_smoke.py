@@ -30,7 +30,8 @@ def test_benchmark_smoke_run_exits_0_with_its_figures(name):
     result = subprocess.run([sys.executable, SCRIPT, "--smoke", "--only", name],
                             capture_output=True, text=True, env=subprocess_env(),
                             timeout=run_benchmarks.SMOKE_TIMEOUT + 60, check=False)
-    assert result.returncode == 0, f"stdout:\n{result.stdout[-3000:]}\nstderr:\n{result.stderr[-3000:]}"
+    assert result.returncode == 0, (
+        f"stdout:\n{result.stdout[-3000:]}\nstderr:\n{result.stderr[-3000:]}")
     line = re.search(rf"^run_benchmarks: {name}: (.+)$", result.stdout, flags=re.MULTILINE)
     assert line, result.stdout
     reported = dict(item.rsplit(" ", 1) for item in line.group(1).split(", "))
