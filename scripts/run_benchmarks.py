@@ -37,7 +37,7 @@ import resource
 import subprocess
 import sys
 import tempfile
-from typing import Callable, Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
