@@ -18,8 +18,8 @@ traced with TF32 on (the default), so its matmuls and convolutions read
 bfloat16-rounded operands. The switch is set before each call, so a retrace
 keeps each copy what it is, and the traced graphs are checked: the tpu copy
 must hold float32 -> bfloat16 casts, the exact copy none. The copies run
-interleaved, --repeats times; the medians and the time ratios tpu/exact are
-reported (goal: at most 1.3 each). Not a test: the machine is noisy.
+interleaved, --repeats times, every other time in reverse order; the medians
+and the time ratios tpu/exact are reported (goal: at most 1.3 each). Not a test: the machine is noisy.
 
 usage: python benchmarks/bench_numerics.py [--replicas 8] [--fit-steps 100]
            [--loop-steps 300] [--steps-per-execution 50] [--steps-per-run 100]
@@ -215,9 +215,11 @@ def main():
                              f"bfloat16: the comparison would not be what it says")
 
     timings = {name: [] for name in variants}
-    for _ in range(args.repeats):
-        for name, run in variants.items():
-            timings[name].append(run())
+    for repeat in range(args.repeats):
+        # Every other repeat in reverse order, so no copy always follows the same one.
+        order = list(variants) if repeat % 2 == 0 else list(reversed(list(variants)))
+        for name in order:
+            timings[name].append(variants[name]())
     median = {name: statistics.median(values) for name, values in timings.items()}
     batch = 8 * args.replicas
     fit_ratio = median["fit tpu"] / median["fit exact"]
