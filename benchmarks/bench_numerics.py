@@ -19,7 +19,8 @@ bfloat16-rounded operands. The switch is set before each call, so a retrace
 keeps each copy what it is, and the traced graphs are checked: the tpu copy
 must hold float32 -> bfloat16 casts, the exact copy none. The copies run
 interleaved, --repeats times, every other time in reverse order; the medians
-and the time ratios tpu/exact are reported (goal: at most 1.3 each). Not a test: the machine is noisy.
+and the time ratios tpu/exact are reported (goal: at most 1.3 each). Not a test:
+the machine is noisy.
 
 usage: python benchmarks/bench_numerics.py [--replicas 8] [--fit-steps 100]
            [--loop-steps 300] [--steps-per-execution 50] [--steps-per-run 100]
