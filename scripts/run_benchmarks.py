@@ -160,7 +160,7 @@ BENCHMARKS = (
         timeout=1200,
         cells={"fidelity `cpu`": ("cpu_s_per_run",), "fidelity `tpu`": ("tpu_s_per_run",),
                "`fidelity.check_ops` alone": ("check_s_per_run",)},
-        prose=(Prose(r"Fidelity `tpu` costs ([\d.]+) % of the whole", "overhead_percent"),
+        prose=(Prose(r"Fidelity `tpu` costs (-?[\d.]+) % of the whole", "overhead_percent"),
                Prose(r"of\nwhich the check itself is ([\d.]+) %", "check_percent"))),
     Benchmark(
         "pod", "Emulated pod slice",
@@ -259,7 +259,8 @@ def read_scan(stdout, returncode):
 def format_like(old, value):
     """``value`` written as ``old`` was: its decimals, its thousands separators."""
     decimals = len(old.partition(".")[2])
-    return f"{value:,.{decimals}f}" if "," in old else f"{value:.{decimals}f}"
+    grouped = "," in old or (not decimals and abs(value) >= 1000)
+    return f"{value:,.{decimals}f}" if grouped else f"{value:.{decimals}f}"
 
 
 def _section_span(document, heading_prefix):

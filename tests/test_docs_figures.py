@@ -89,7 +89,7 @@ QUOTED = [
     ("TPUEstimator", r"steady-state throughput \*\*([\d.]+)x\*\*",
      lambda r: r("(a) ") / r("(c) ")),
     ("TPUEstimator", r"\(a\)/\(b\) \*\*([\d.]+)x\*\*", lambda r: r("(a) ") / r("(b) ")),
-    ("Fidelity tpu", r"Fidelity `tpu` costs ([\d.]+) % of the whole",
+    ("Fidelity tpu", r"Fidelity `tpu` costs (-?[\d.]+) % of the whole",
      lambda r: 100 * (r("fidelity `tpu`") - r("fidelity `cpu`")) / r("fidelity `cpu`")),
     ("Fidelity tpu", r"of\nwhich the check itself is ([\d.]+) %",
      lambda r: 100 * r("`fidelity.check_ops` alone") / r("fidelity `cpu`")),

@@ -73,6 +73,8 @@ def test_a_section_is_rewritten_in_place_keeping_each_numbers_format():
         DOC, ALPHA, {"figures": figures, "goals": []}, "Measured at commit abc1234 (today).")
     assert problems == []
     assert "| (a) fast | 0.2500 | 4,000.0 |" in updated
+    assert run_benchmarks.format_like("498", 1581.4) == "1,581"  # grown past a thousand
+    assert run_benchmarks.format_like("0.8", -20.16) == "-20.2"
     assert "| (b) slow | 0.5000 | 220.0 |" in updated  # None: the cell is left alone
     assert "(b)/(a) = **2.00**, measured well." in updated
     assert "## Alpha: one thing\n\nMeasured at commit abc1234 (today).\n\nSome text" in updated
