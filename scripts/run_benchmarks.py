@@ -179,7 +179,8 @@ BENCHMARKS = (
         full=("--rounds", "5"), smoke=("--rounds", "1"),
         timeout=1200,
         cells={"`import tpu_compat`": ("import_ms",), "`python prog.py`": ("python_s",),
-               "`tpu-compat run": ("run_s",)}),
+               "`tpu-compat run": ("run_s",)},
+        prose=(Prose(r"`tpu-compat run` takes ([\d.]+) times", "ratio_run_python"),)),
     Benchmark(
         "numerics", "--numerics tpu",
         full=(), smoke=TINY_8 + ("--fit-steps", "10", "--loop-steps", "10",
