@@ -21,6 +21,7 @@ the ratios the targets are about: (a) >= 0.95x (b), and (a)/(c) >= 90% of
 (b)/(c). Not a test: the machine is noisy.
 
 usage: python benchmarks/bench_keras_fit.py [--replicas 8] [--steps 2000] [--repeats 5]
+                                           [--json PATH]
 """
 import argparse
 import json
@@ -29,6 +30,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+import _results
 
 FEATURES, OUTPUTS = 64, 8
 STEPS_PER_RUN = 50
@@ -48,6 +51,7 @@ def parse_args():
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--variant", choices=sorted(VARIANTS), help=argparse.SUPPRESS)
+    _results.add_json_argument(parser)
     return parser.parse_args()
 
 
@@ -153,6 +157,13 @@ def main():
     print(f"(a)/(b'): {a / like_for_like:.3f} (like for like);   "
           f"graph mode (g50)/(g1): {median['g50'] / median['g1']:.2f}x")
     print("RAW " + json.dumps(rates))
+    names = {"a": "a", "b": "b", "b'": "bp", "c": "c", "g50": "g50", "g1": "g1"}
+    figures = {f"{names[v]}_samples_per_s": rate for v, rate in median.items()}
+    figures.update(ratio_a_b=a / b, ratio_a_bp=a / like_for_like, speedup_a_c=a / c,
+                   speedup_b_c=b / c, speedup_share_percent=100 * a / b,
+                   speedup_g50_g1=median["g50"] / median["g1"])
+    # The ratio of speed-ups over (c), (a)/(c) : (b)/(c), is (a)/(b) too: one goal.
+    _results.write(args.json, figures, [_results.goal("(a)/(b) samples/s", a / b, ">=", 0.95)])
 
 
 if __name__ == "__main__":

@@ -14,12 +14,14 @@ samples/second and the ratio (a)/(b) are reported (target: at least 0.95).
 Not a test: the machine is noisy.
 
 usage: python benchmarks/bench_mixed_precision_fit.py [--replicas 8] [--steps 300] [--repeats 5]
+                                                     [--json PATH]
 """
 import argparse
 import json
 import os
 import statistics
 
+import _results
 from bench_keras_fit import timed_epoch
 
 FEATURES, HIDDEN, CLASSES = 64, 256, 8
@@ -30,6 +32,7 @@ def parse_args():
     parser.add_argument("--replicas", type=int, default=8)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=5)
+    _results.add_json_argument(parser)
     return parser.parse_args()
 
 
@@ -85,6 +88,12 @@ def main():
     print(f"(b) set_global_policy('mixed_bfloat16'):               {median['b']:.0f} samples/s")
     print(f"(a)/(b): {median['a'] / median['b']:.3f}   (target >= 0.95)")
     print("RAW " + json.dumps(rates))
+    every_run = rates["a"] + rates["b"]
+    _results.write(args.json, {
+        "a_samples_per_s": median["a"], "b_samples_per_s": median["b"],
+        "ratio_a_b": median["a"] / median["b"], "slowest_run_samples_per_s": min(every_run),
+        "fastest_run_samples_per_s": max(every_run),
+    }, [_results.goal("(a)/(b) samples/s", median["a"] / median["b"], ">=", 0.95)])
 
 
 if __name__ == "__main__":

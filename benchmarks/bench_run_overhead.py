@@ -11,12 +11,15 @@ process, measures:
 Targets: ratio <= 1.20 eagerly, <= 1.05 inside tf.function (the adapter adds
 nothing to the traced graph). Variants run interleaved; medians of repeats.
 
-usage: python benchmarks/bench_run_overhead.py [--replicas 8] [--calls 300] [--repeats 7]
+usage: python benchmarks/bench_run_overhead.py [--replicas 8] [--calls 300] [--loop-steps 1000]
+                                              [--repeats 7] [--json PATH]
 """
 import argparse
 import os
 import statistics
 import time
+
+import _results
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TPU_COMPAT_WARNINGS", "ignore")
@@ -26,6 +29,7 @@ parser.add_argument("--replicas", type=int, default=8)
 parser.add_argument("--calls", type=int, default=300)
 parser.add_argument("--loop-steps", type=int, default=1000)
 parser.add_argument("--repeats", type=int, default=7)
+_results.add_json_argument(parser)
 args = parser.parse_args()
 
 import tpu_compat  # noqa: E402
@@ -96,3 +100,11 @@ for name, micros in per_call.items():
 names = list(per_call)
 print(f"eager ratio adapter/native: {per_call[names[0]] / per_call[names[1]]:.3f}  (target <= 1.20)")
 print(f"traced ratio adapter/native: {per_call[names[2]] / per_call[names[3]]:.3f}  (target <= 1.05)")
+eager_ratio = per_call[names[0]] / per_call[names[1]]
+traced_ratio = per_call[names[2]] / per_call[names[3]]
+_results.write(args.json, {
+    "eager_adapter_us": per_call[names[0]], "eager_native_us": per_call[names[1]],
+    "traced_adapter_us": per_call[names[2]], "traced_native_us": per_call[names[3]],
+    "eager_ratio": eager_ratio, "traced_ratio": traced_ratio,
+}, [_results.goal("eager adapter/native", eager_ratio, "<=", 1.20),
+    _results.goal("traced adapter/native", traced_ratio, "<=", 1.05)])

@@ -12,7 +12,7 @@ machine is noisy, so each round runs both), medians of the rounds:
        device layout the same on both sides, so the ratio is tpu_compat's own
        start-up: the runner, install() and its patches.
 
-usage: python benchmarks/bench_startup.py [--rounds 9]
+usage: python benchmarks/bench_startup.py [--rounds 9] [--json PATH]
 """
 import argparse
 import os
@@ -21,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import _results
 
 PROGRAM = """\
 import tensorflow.compat.v1 as tf
@@ -43,6 +45,7 @@ def _wall(command, env):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=9)
+    _results.add_json_argument(parser)
     args = parser.parse_args()
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TPU_COMPAT_WARNINGS="ignore")
     env["PYTHONPATH"] = os.pathsep.join(
@@ -70,6 +73,12 @@ def main():
     print(f"python prog.py: median {plain_median:.2f} s; tpu-compat run: median "
           f"{wrapped_median:.2f} s; ratio {wrapped_median / plain_median:.3f} "
           f"({args.rounds} interleaved rounds)")
+    import_ms = statistics.median(imports) * 1000
+    ratio = wrapped_median / plain_median
+    _results.write(args.json, {"import_ms": import_ms, "python_s": plain_median,
+                               "run_s": wrapped_median, "ratio_run_python": ratio},
+                   [_results.goal("import tpu_compat, ms", import_ms, "<=", 20),
+                    _results.goal("tpu-compat run / python", ratio, "<=", 1.10)])
 
 
 if __name__ == "__main__":

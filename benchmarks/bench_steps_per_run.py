@@ -18,11 +18,14 @@ Prints seconds per 100 steps and the ratios. Not a test: the machine is noisy,
 so the variants run interleaved and the median of several repeats is used.
 
 usage: python benchmarks/bench_steps_per_run.py [--replicas 8] [--steps 500] [--repeats 5]
+                                                [--steps-per-run 100] [--json PATH]
 """
 import argparse
 import os
 import statistics
 import time
+
+import _results
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TPU_COMPAT_WARNINGS", "ignore")
@@ -34,6 +37,7 @@ parser.add_argument("--repeats", type=int, default=5)
 parser.add_argument("--steps-per-run", type=int, default=100)
 parser.add_argument("--native-v1-only", action="store_true",
                     help=argparse.SUPPRESS)  # (d), run in its own process
+_results.add_json_argument(parser)
 args = parser.parse_args()
 
 import tpu_compat  # noqa: E402
@@ -150,7 +154,7 @@ def main():
             reference.append(time.perf_counter() - start)
         print(f"NATIVE_V1_SECONDS_PER_100 {100 * statistics.median(native) / args.steps_per_run}")
         print(f"REFERENCE_SECONDS_PER_100 {100 * statistics.median(reference) / args.steps}")
-        raise SystemExit(0)
+        _exit_now()
 
     variants = {"(a) legacy steps_per_run": variant_legacy(),
                 "(b) per-step host loop": variant_per_step(),
@@ -193,6 +197,23 @@ def main():
     print(f"TF 2.21's own eager loop (d)/(c'), side by side in its own process: "
           f"{native_per_100 / reference_per_100:.1f}x slower "
           f"((c') there: {reference_per_100:.4f} s / 100 steps)")
+    figures = {f"{key}_s_per_100": seconds for key, seconds in zip("abcpd", per_100.values())}
+    figures.update({f"{key}_steps_per_s": 100 / seconds
+                    for key, seconds in zip("abcpd", per_100.values())})
+    figures.update(d_reference_s_per_100=reference_per_100, ratio_a_c=a / c, ratio_a_cp=a / c1,
+                   speedup_b_a=b / a, speedup_b_c=b / c,
+                   ratio_d_cp=native_per_100 / reference_per_100)
+    _results.write(args.json, figures, [_results.goal("(a)/(c) time", a / c, "<=", 1.10)])
+    _exit_now()
+
+
+def _exit_now():
+    """Ends the process without destroying its input iterators: TF 2.21 can take
+    minutes to destroy one under load (RootDataset::Iterator's destructor waits in
+    UnboundedThreadPool), and the results are printed by then."""
+    import sys  # noqa: E402  pylint: disable=import-outside-toplevel
+    sys.stdout.flush()
+    os._exit(0)  # pylint: disable=protected-access
 
 
 if __name__ == "__main__":  # bench_fidelity.py imports the helpers above

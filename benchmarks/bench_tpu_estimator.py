@@ -15,7 +15,8 @@ median is reported. Two figures per variant: steady-state steps/s (the second
 end-to-end time of the whole 200 steps including graph building, session
 start and the final checkpoint (Estimator) or tracing (TF 2). Not a test.
 
-usage: python benchmarks/bench_tpu_estimator.py [--replicas 8] [--repeats 3]
+usage: python benchmarks/bench_tpu_estimator.py [--replicas 8] [--repeats 3] [--steps 200]
+                                               [--per-loop 100] [--json PATH]
 """
 import argparse
 import json
@@ -25,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import _results
 
 STEPS, PER_LOOP, BATCH, FEATURES, HIDDEN, OUTPUTS = 200, 100, 64, 64, 64, 8
 VARIANTS = {
@@ -112,14 +115,19 @@ def tf2_variant():
         for _ in tf.range(PER_LOOP):
             strategy.run(step, args=next(iterator))
 
-    loop(iterator)
+    calls = STEPS // PER_LOOP
+    for _ in range(calls // 2):  # the first half: tracing, then steady
+        loop(iterator)
     first = time.perf_counter()
-    loop(iterator)
+    for _ in range(calls - calls // 2):
+        loop(iterator)
     end = time.perf_counter()
-    return PER_LOOP / (end - first), end - start
+    return (STEPS // 2) / (end - first), end - start
 
 
-def measure(variant):
+def measure(variant, steps, per_loop):
+    global STEPS, PER_LOOP  # pylint: disable=global-statement  (the sizes of this process)
+    STEPS, PER_LOOP = steps, per_loop
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("TPU_COMPAT_WARNINGS", "ignore")
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # what tpu-compat run chooses
@@ -134,10 +142,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicas", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=STEPS,
+                        help="training steps per variant, a multiple of 2 x --per-loop")
+    parser.add_argument("--per-loop", type=int, default=PER_LOOP,
+                        help="iterations_per_loop of (a), steps per call of (c)")
     parser.add_argument("--variant", choices=sorted(VARIANTS), help=argparse.SUPPRESS)
+    _results.add_json_argument(parser)
     args = parser.parse_args()
+    if args.steps <= 0 or args.per_loop <= 0 or args.steps % (2 * args.per_loop):
+        parser.error(f"--steps {args.steps} --per-loop {args.per_loop}: give positive "
+                     f"numbers, --steps a multiple of 2 x --per-loop")
     if args.variant:
-        steps_per_second, total = measure(args.variant)
+        steps_per_second, total = measure(args.variant, args.steps, args.per_loop)
         print(json.dumps({"steps_per_second": steps_per_second, "total": total}))
         return
     env = dict(os.environ, TPU_COMPAT_NUM_REPLICAS=str(args.replicas))
@@ -147,15 +163,16 @@ def main():
     samples = {name: [] for name in VARIANTS}
     for _ in range(args.repeats):
         for name in VARIANTS:
-            out = subprocess.run([sys.executable, __file__, "--variant", name],
+            out = subprocess.run([sys.executable, __file__, "--variant", name,
+                                  "--steps", str(args.steps), "--per-loop", str(args.per_loop)],
                                  env=env, capture_output=True, text=True, check=True)
             samples[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
     median = {name: (statistics.median(s["steps_per_second"] for s in runs),
                      statistics.median(s["total"] for s in runs))
               for name, runs in samples.items()}
-    print(f"{STEPS} steps, global batch {BATCH}, {args.replicas} emulated cores, "
+    print(f"{args.steps} steps, global batch {BATCH}, {args.replicas} emulated cores, "
           f"median of {args.repeats}")
-    print("| variant | steady-state steps/s | end-to-end s (200 steps) |")
+    print(f"| variant | steady-state steps/s | end-to-end s ({args.steps} steps) |")
     print("|---|---|---|")
     for name, label in VARIANTS.items():
         print(f"| {label} | {median[name][0]:.1f} | {median[name][1]:.2f} |")
@@ -163,6 +180,12 @@ def main():
     print(f"\n(a)/(c) steady-state throughput: {a / c:.2f}x (goal >= 0.9x)")
     print(f"(a)/(b): {a / b:.1f}x")
     print(f"end-to-end (a)/(c) time: {median['a'][1] / median['c'][1]:.2f}")
+    figures = {f"{n}_steps_per_s": median[n][0] for n in VARIANTS}
+    figures.update({f"{n}_end_to_end_s": median[n][1] for n in VARIANTS})
+    figures.update(ratio_a_c=a / c, ratio_a_b=a / b,
+                   end_to_end_ratio_a_c=median["a"][1] / median["c"][1])
+    _results.write(args.json, figures,
+                   [_results.goal("(a)/(c) steady-state steps/s", a / c, ">=", 0.9)])
 
 
 if __name__ == "__main__":

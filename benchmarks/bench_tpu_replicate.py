@@ -16,11 +16,14 @@ relative to the strategy program. Not a test: the machine is noisy, so the
 variants run interleaved and the median of several repeats is used.
 
 usage: python benchmarks/bench_tpu_replicate.py [--replicas 8] [--steps 1000] [--repeats 5]
+                                               [--steps-per-run 100] [--json PATH]
 """
 import argparse
 import os
 import statistics
 import time
+
+import _results
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TPU_COMPAT_WARNINGS", "ignore")
@@ -30,6 +33,7 @@ parser.add_argument("--replicas", type=int, default=8)
 parser.add_argument("--steps", type=int, default=1000)
 parser.add_argument("--repeats", type=int, default=5)
 parser.add_argument("--steps-per-run", type=int, default=100)
+_results.add_json_argument(parser)
 args = parser.parse_args()
 
 import tpu_compat  # noqa: E402
@@ -144,3 +148,6 @@ for name, value in medians.items():
     print(f"{name}: {value:.4f} s per 100 steps")
 low_level, strategy_time = medians.values()
 print(f"ratio (b)/(a) = {strategy_time / low_level:.2f} (goal: at least 0.9)")
+_results.write(args.json, {"a_s_per_100": low_level, "b_s_per_100": strategy_time,
+                           "ratio_b_a": strategy_time / low_level},
+               [_results.goal("(b)/(a) time", strategy_time / low_level, ">=", 0.9)])

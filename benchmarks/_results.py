@@ -1,0 +1,45 @@
+"""What a benchmark hands ``scripts/run_benchmarks.py``: its figures and goals, as JSON.
+
+Each benchmark takes ``--json PATH`` and, besides its printed report, writes
+``{"figures": {name: number}, "goals": [{"figure", "value", "op", "target"}]}``
+there. The figures are the medians (and ratios) the benchmark prints; the
+runner puts them into docs/performance.md and reports every goal missed. The
+environment (commit, versions, load) is the runner's to record, not this file's.
+Not a benchmark itself (its name does not start with ``bench_``).
+"""
+
+import json
+import math
+import operator
+
+_COMPARE = {"<=": operator.le, ">=": operator.ge}
+
+
+def add_json_argument(parser):
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write the figures and goals as JSON to PATH "
+                             "(scripts/run_benchmarks.py reads it)")
+
+
+def goal(figure, value, op, target):
+    """One goal: ``value`` (the figure ``figure``) must be ``op`` (<= or >=) ``target``."""
+    if op not in _COMPARE:
+        raise ValueError(f"goal {figure!r}: op must be one of {sorted(_COMPARE)}, not {op!r}")
+    return {"figure": figure, "value": float(value), "op": op, "target": float(target)}
+
+
+def met(entry):
+    """Whether a goal written by :func:`goal` is met (a NaN value never is)."""
+    value = entry["value"]
+    return not math.isnan(value) and _COMPARE[entry["op"]](value, entry["target"])
+
+
+def write(path, figures, goals=()):
+    """Writes the figures and goals to ``path`` (nothing when ``path`` is None)."""
+    if not path:
+        return
+    document = {"figures": {name: float(value) for name, value in figures.items()},
+                "goals": list(goals)}
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(document, handle, indent=1, sort_keys=True)
+        handle.write("\n")
