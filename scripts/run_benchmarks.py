@@ -164,7 +164,7 @@ BENCHMARKS = (
                Prose(r"of\nwhich the check itself is ([\d.]+) %", "check_percent"))),
     Benchmark(
         "pod", "Emulated pod slice",
-        full=(), smoke=("--runs", "1", "--steps", "100", "--repeats", "1"),
+        full=(), smoke=("--tiny",),
         timeout=3600, reader="pod", needs=("(a)#1", "(b)#1", "ratio_b_a"),
         prose=(Prose(r"\(b\)/\(a\) time ratio \*\*([\d.]+)\*\*", "ratio_b_a", False),
                Prose(r"\(a\)/\(c\) \*\*([\d.]+)\*\*", "ratio_a_c", False),
