@@ -21,7 +21,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import check_ok, run_cli, run_scenario
+from conftest import check_ok, lazy_runs, run_cli, run_scenario
 
 pytestmark = pytest.mark.requires_tf
 
@@ -51,9 +51,16 @@ def _same_training(got, want):
         _close(got_weight, want_weight)
 
 
+@pytest.fixture(scope="module")
+def iris_runs():
+    """The Colab iris program's runs by replica count, shared by its tests."""
+    return lazy_runs(lambda replicas: check_ok(
+        run_scenario("keras_tpu_iris.py", replicas, tf1=True)))
+
+
 @pytest.mark.parametrize("replicas", [1, 2, 8])
-def test_iris_colab_numpy_fit_matches_one_device(replicas):
-    result = _result(run_scenario("keras_tpu_iris.py", replicas, tf1=True))
+def test_iris_colab_numpy_fit_matches_one_device(iris_runs, replicas):
+    result = _result(iris_runs[replicas])
     got, want = result["distributed"], result["reference"]
     assert got["num_cores"] == replicas
     _same_training(got, want)
@@ -95,8 +102,8 @@ def test_template_input_fn_fit_matches_one_device(replicas, tmp_path):
     assert "drop_remainder=True" in errors["unknown_batch"]
 
 
-def test_each_use_warns_once_at_the_programs_line():
-    result = check_ok(run_scenario("keras_tpu_iris.py", 2, tf1=True))
+def test_each_use_warns_once_at_the_programs_line(iris_runs):
+    result = iris_runs[8]  # the run the fit test checks
     source = (REPO_ROOT / "tests" / "scenarios" / "keras_tpu_iris.py").read_text().splitlines()
     warned = {}
     for line in result.stderr.splitlines():
