@@ -154,12 +154,10 @@ def child(args):
     print(f"DEVICES {','.join(backend.devices)}")
 
 
-def tf2_loop(bench):
-    """The training step through tpu_compat's TF 2 TPUStrategy, in a tf.range loop."""
-    tf = bench.tf
-    strategy = tf.distribute.TPUStrategy(bench.resolver)
-    replica_step = bench.make_model(strategy)
-    iterator = iter(strategy.experimental_distribute_dataset(bench.dataset()))
+def range_loop(tf, strategy, replica_step, dataset):
+    """``steps -> loss``: ``steps`` replica steps in one tf.function's tf.range loop,
+    the loss SUM-reduced; the pod's TF 2 loop and native MWMS run the same one."""
+    iterator = iter(strategy.experimental_distribute_dataset(dataset))
 
     @tf.function
     def train(n):
@@ -170,6 +168,13 @@ def tf2_loop(bench):
         return loss
 
     return lambda steps: float(train(tf.constant(steps)))
+
+
+def tf2_loop(bench):
+    """The training step through tpu_compat's TF 2 TPUStrategy, in a tf.range loop."""
+    tf = bench.tf
+    strategy = tf.distribute.TPUStrategy(bench.resolver)
+    return range_loop(tf, strategy, bench.make_model(strategy), bench.dataset())
 
 
 def reduction_loop(tf, devices, mode):
@@ -285,17 +290,7 @@ def mwms_child(args):
         optimizer.apply_gradients([(tape.gradient(loss, weights), weights)])
         return loss
 
-    iterator = iter(strategy.experimental_distribute_dataset(dataset))
-
-    @tf.function
-    def train(n):
-        loss = tf.constant(0.0)
-        for _ in tf.range(n):
-            loss = strategy.reduce("SUM", strategy.run(replica_step, args=(next(iterator),)),
-                                   axis=None)
-        return loss
-
-    losses, per_100 = timed({"MWMS": lambda steps: float(train(tf.constant(steps)))},
+    losses, per_100 = timed({"MWMS": range_loop(tf, strategy, replica_step, dataset)},
                             args, args.steps_per_run)
     if args.task == 0:
         print(f"START_SECONDS {start_seconds}")
