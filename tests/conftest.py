@@ -9,6 +9,7 @@ The emulated TPU's device layout is fixed once per process, so:
 """
 
 import ast
+import atexit
 import fnmatch
 import os
 import subprocess
@@ -18,6 +19,8 @@ import time
 import pytest
 
 from tpu_compat import tf_support
+
+import fork_server
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCENARIOS = os.path.join(REPO_ROOT, "tests", "scenarios")
@@ -191,12 +194,47 @@ def subprocess_env(**overrides):
     return env
 
 
+# -- fresh_process: runs that must not be forked from the fork server ------------
+#
+# run_cli's `tpu-compat run` children are forked from a process that imported
+# TensorFlow once (tests/fork_server.py says what they get, and which requests
+# go fresh). Tests marked fresh_process start every run afresh: the claims
+# about how a process starts.
+_fork_server = None
+_fresh_process_test = False
+
+
+@pytest.fixture(autouse=True)
+def _fresh_process_marker(request):
+    global _fresh_process_test  # pylint: disable=global-statement
+    _fresh_process_test = request.node.get_closest_marker("fresh_process") is not None
+    yield
+    _fresh_process_test = False
+
+
+def _forked_run(args, env, cwd, timeout):
+    global _fork_server  # pylint: disable=global-statement
+    if _fresh_process_test or not fork_server.enabled():
+        return None
+    if _fork_server is None:
+        _fork_server = fork_server.ForkServer(fork_server.server_environment(subprocess_env()))
+        atexit.register(_fork_server.close)
+    return _fork_server.try_run(args, env, cwd, timeout)
+
+
 def run_cli(*args, env=None, cwd=None, timeout=600):
-    """Runs ``python -m tpu_compat ARGS``; returns the CompletedProcess."""
+    """Runs ``python -m tpu_compat ARGS``; returns the CompletedProcess.
+
+    ``run`` is forked from the fork server where it may be (``fork_server.forkable``).
+    """
+    env = subprocess_env(**(env or {}))
+    cwd = cwd or REPO_ROOT
+    forked = _forked_run(args, env, cwd, timeout)
+    if forked is not None:
+        return forked
     return subprocess.run(
         [sys.executable, "-m", "tpu_compat", *args], capture_output=True,
-        text=True, env=subprocess_env(**(env or {})), cwd=cwd or REPO_ROOT,
-        timeout=timeout)
+        text=True, env=env, cwd=cwd, timeout=timeout)
 
 
 def run_scenario(name, replicas, *args, env=None, tf1=False):

@@ -1,0 +1,107 @@
+"""The suite's fork server gives a `tpu-compat run` what a fresh process gives it.
+
+tests/fork_server.py forks `tpu-compat run` from a process that has imported
+TensorFlow; this compares such a run with a fresh one, field by field, so that
+a difference shows here rather than as a puzzling failure elsewhere.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import conftest
+import fork_server
+
+pytestmark = pytest.mark.requires_tf
+
+_PROBE = """\
+import json, os, sys
+import numpy as np
+import tensorflow as tf
+import tf_keras
+print("RESULT " + json.dumps({
+    "argv": sys.argv, "orig_argv": sys.orig_argv[1:], "cwd": os.getcwd(),
+    "path": sys.path, "stdin": sys.stdin.read(), "name": __name__,
+    "env": {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
+    "tf_keras": tf.keras.Model is tf_keras.Model,
+    "devices": len(tf.config.list_logical_devices("CPU")),
+    "draw": float(np.random.uniform()),
+}))
+print("to stderr", file=sys.stderr)
+sys.exit(int(sys.argv[1]))
+"""
+
+
+def _result(completed):
+    line = next(l for l in completed.stdout.splitlines() if l.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):])
+
+
+def _server():
+    return fork_server.ForkServer(fork_server.server_environment(conftest.subprocess_env()))
+
+
+def test_a_forked_run_sees_what_a_fresh_process_sees(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(_PROBE)
+    args = ("run", "--replicas", "2", str(probe), "3")
+    env = conftest.subprocess_env()
+    server = _server()
+    try:
+        forked = [server.try_run(args, env, str(tmp_path), 300) for _ in range(2)]
+    finally:
+        server.close()
+    assert None not in forked, "the runs were not forked"
+    fresh = _fresh(args, tmp_path)
+    for run in forked + [fresh]:
+        assert run.returncode == 3, run.stderr
+        assert run.stderr.rstrip().endswith("to stderr")
+    seen = [_result(run) for run in forked + [fresh]]
+    draws = [view.pop("draw") for view in seen]
+    assert seen[0] == seen[1] == seen[2]
+    assert seen[0]["tf_keras"] and seen[0]["devices"] == 2
+    assert len(set(draws)) == 3, "NumPy's generator must be seeded afresh in each child"
+
+
+def _fresh(args, tmp_path):
+    return subprocess.run([sys.executable, "-m", "tpu_compat", *args], capture_output=True,
+                          text=True, env=conftest.subprocess_env(), cwd=str(tmp_path),
+                          timeout=300)
+
+
+def test_a_forked_run_past_its_timeout_is_killed_as_subprocess_run_kills(tmp_path):
+    probe = tmp_path / "sleeper.py"
+    probe.write_text("import time\nprint('started', flush=True)\ntime.sleep(600)\n")
+    quick = tmp_path / "quick.py"
+    quick.write_text("print('quick')\n")
+    server = _server()
+    try:
+        with pytest.raises(subprocess.TimeoutExpired) as raised:
+            server.try_run(("run", "--replicas", "1", str(probe)), conftest.subprocess_env(),
+                           str(tmp_path), 20)
+        assert "started" in raised.value.output
+        # The server is still of use after a run timed out.
+        again = server.try_run(("run", "--replicas", "1", str(quick)),
+                               conftest.subprocess_env(), str(tmp_path), 300)
+    finally:
+        server.close()
+    assert again is not None and again.stdout == "quick\n", again
+
+
+@pytest.mark.parametrize("args,overrides,expected", [
+    (("run", "x.py"), {}, True),
+    (("run", "x.py"), {"TF_CONFIG": "{}", "TPU_COMPAT_NUM_REPLICAS": "2"}, True),
+    (("run", "x.py"), {"TF_USE_LEGACY_KERAS": "1"}, True),
+    (("run", "x.py"), {"TF_USE_LEGACY_KERAS": "0"}, False),
+    (("run", "x.py"), {"TF_CPP_MIN_LOG_LEVEL": "0"}, False),
+    (("run", "x.py"), {"PYTHONPATH": "/elsewhere"}, False),
+    (("run", "x.py"), {"OMP_NUM_THREADS": "1"}, False),
+    (("scan", "x.py"), {}, False),
+    (("verify", "x.py"), {}, False),
+])
+def test_runs_that_depend_on_how_a_process_starts_go_fresh(args, overrides, expected):
+    env = conftest.subprocess_env()
+    server_env = fork_server.server_environment(env)
+    assert fork_server.forkable(args, {**env, **overrides}, server_env) is expected
