@@ -7,7 +7,8 @@ import pytest
 
 from conftest import EXAMPLES, check_ok, lazy_runs, parse_numbers, run_cli
 
-pytestmark = pytest.mark.requires_tf
+# The README's commands, as a newcomer runs them: each run a fresh process.
+pytestmark = [pytest.mark.requires_tf, pytest.mark.fresh_process]
 
 
 @pytest.fixture(scope="module")

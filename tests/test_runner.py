@@ -115,6 +115,9 @@ def test_run_module(tmp_path):
     assert "name: __main__" in result.stdout
 
 
+# Fresh: the claim is that the runner sets the variable before TensorFlow's
+# import, which a fork of the suite's fork server would have done for it.
+@pytest.mark.fresh_process
 def test_runner_selects_tf_keras_unless_user_chose(tmp_path):
     script = tmp_path / "keras_probe.py"
     script.write_text(
