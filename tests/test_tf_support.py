@@ -91,9 +91,11 @@ def test_pytest_plugin_prints_one_line_when_a_test_needs_tensorflow(tmp_path):
 
 
 def _requires_tf_suite(directory):
-    """A copy of this suite's conftest, a module marked as a whole, a mixed module."""
-    with open(os.path.join(REPO_ROOT, "tests", "conftest.py"), encoding="utf-8") as handle:
-        (directory / "conftest.py").write_text(handle.read())
+    """A copy of this suite's conftest (with the fork server it imports), a module
+    marked as a whole, a mixed module."""
+    for name in ("conftest.py", "fork_server.py"):
+        with open(os.path.join(REPO_ROOT, "tests", name), encoding="utf-8") as handle:
+            (directory / name).write_text(handle.read())
     (directory / "test_whole_module.py").write_text(
         "import pytest\nimport tensorflow as tf\n\npytestmark = pytest.mark.requires_tf\n\n"
         "def test_tf():\n    assert tf.__version__\n")
