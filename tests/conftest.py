@@ -214,7 +214,7 @@ def _fresh_process_marker(request):
 
 def _forked_run(args, env, cwd, timeout):
     global _fork_server  # pylint: disable=global-statement
-    if _fresh_process_test or not fork_server.enabled():
+    if _fresh_process_test or not TF_INSTALLED or not fork_server.enabled():
         return None
     if _fork_server is None:
         _fork_server = fork_server.ForkServer(fork_server.server_environment(subprocess_env()))
