@@ -34,6 +34,8 @@ import atexit
 import contextlib
 import functools
 import json
+import os
+import sysconfig
 import threading
 import traceback
 
@@ -115,25 +117,43 @@ class Recorder:
             return tf.py_function(self._begin_step, [], tf.int64,
                                   name="tpu_compat_numerics_step")
 
-    def record(self, op_type, rounded, exact_fn, marker):
-        """``rounded`` (an op's output), after recording its contribution."""
+    def record(self, op_type, rounded, exact_fn, marker, caller):
+        """``rounded`` (an op's output), after recording its contribution.
+
+        ``caller``: the frames that asked for the step (its replica runs in
+        a thread of its own, whose stack starts at ``threading``).
+        """
         eager = isinstance(marker, ops.EagerTensor)
         if eager != isinstance(rounded, ops.EagerTensor) or (
                 not eager and not _reaches(rounded.graph, marker.graph)):
             return rounded  # built where the step's marker cannot reach: not counted
-        site = self._site(op_type, rounded)
-        with _host_ops(), ops.name_scope("tpu_compat_numerics_ops"):
+        if eager and int(marker) != self.step:
+            return rounded  # eager: this run is not the chosen step, nothing to build
+        site = self._site(op_type, rounded, caller)
+
+        def recorded():
             exact = exact_fn()
             difference = tf.reduce_max(tf.abs(tf.cast(rounded, tf.float32)
                                               - tf.cast(exact, tf.float32)))
             magnitude = tf.reduce_max(tf.abs(tf.cast(exact, tf.float32)))
-            done = tf.py_function(functools.partial(self._record, site),
+            return tf.py_function(functools.partial(self._record, site),
                                   [marker, difference, magnitude], tf.int64,
                                   name="tpu_compat_numerics_record")
+
+        with _host_ops(), ops.name_scope("tpu_compat_numerics_ops"):
+            if eager or not ops.inside_function():
+                # TF 1.x graphs record every run (their gradients and loops
+                # are v1 control flow, where a cond here is not safe to add).
+                done = recorded()
+            else:
+                # A tf.function: only the chosen step computes the exact op
+                # and calls back (a py_function run costs ~0.5 ms).
+                done = tf.cond(tf.equal(marker, self.step), recorded,
+                               lambda: tf.identity(marker))
         with ops.control_dependencies([done]):
             return tf.identity(rounded)
 
-    def _site(self, op_type, rounded):
+    def _site(self, op_type, rounded, caller):
         """The op instance's number in :attr:`_sites`: its type, name, pass and line."""
         graph = None if isinstance(rounded, ops.EagerTensor) else rounded.graph
         # TF 1.x gradients build each gradient op under the forward op
@@ -148,13 +168,25 @@ class Recorder:
         else:
             name = rounded.op.name
             frames = (forward if forward is not None else rounded.op).traceback
-        filename, line = _callsite.user_location(frames)
+        # A Keras step's ops have no user frame in the replica's thread: the
+        # line that asked for the step (`model.fit`) is the user's then.
+        filename, line = _callsite.user_location(
+            list(caller) + [f for f in frames if not _in_stdlib(f.filename)])
         backward = forward is not None or any(
             tpu_semantics.GRADIENT_SCOPE.match(scope) for scope in name.split("/")[:-1])
         with self._lock:
             self._sites.append({"op": op_type, "name": name, "file": filename,
                                 "line": line, "pass": "backward" if backward else "forward"})
             return len(self._sites) - 1
+
+
+@functools.lru_cache(maxsize=None)
+def _stdlib():
+    return os.path.join(os.path.abspath(sysconfig.get_paths()["stdlib"]), "")
+
+
+def _in_stdlib(filename):
+    return os.path.abspath(filename).startswith(_stdlib())
 
 
 def _relative(difference, magnitude):
@@ -207,8 +239,9 @@ def recorder():
 _building = threading.local()  # per thread: each replica is built in its own thread
 
 
-def _current_marker():
-    stack = getattr(_building, "markers", None)
+def _current_step():
+    """(marker, caller's frames) of the replica function being built, or None."""
+    stack = getattr(_building, "steps", None)
     return stack[-1] if stack else None
 
 
@@ -217,12 +250,14 @@ def replica_step(fn):
     if _recorder is None:
         return fn
 
+    caller = traceback.extract_stack()[:-1]  # in the thread that asked for the step
+
     @functools.wraps(fn)
     def counted_fn(*args, **kwargs):
         recording = _recorder
         marker = recording.marker() if recording is not None else None
-        stack = _building.__dict__.setdefault("markers", [])
-        stack.append(marker)
+        stack = _building.__dict__.setdefault("steps", [])
+        stack.append(None if marker is None else (marker, caller))
         try:
             return fn(*args, **kwargs)
         finally:
@@ -233,7 +268,7 @@ def replica_step(fn):
 
 def record(op_type, rounded, exact_fn):
     """``rounded``, recorded when replica 0's step being built is counted."""
-    marker = _current_marker()
-    if _recorder is None or marker is None:
+    step = _current_step()
+    if _recorder is None or step is None:
         return rounded
-    return _recorder.record(op_type, rounded, exact_fn, marker)
+    return _recorder.record(op_type, rounded, exact_fn, *step)
