@@ -170,3 +170,22 @@ def test_off_by_default_nothing_is_built_and_on_its_ops_are_host_ops(
     # the TPU checks leave them out.
     assert sorted(op.type for op in recorded) == ["EagerPyFunc", "If"]
     assert all(fidelity._is_host_op(op) for op in recorded)  # pylint: disable=protected-access
+
+
+def test_keras_fit_with_steps_per_execution_counts_each_step(strategy, tpu_numerics,
+                                                             monkeypatch, tmp_path):
+    """Two steps per traced call: each is counted, and a Keras step's ops (no
+    user frame in the replica's thread) are placed at the line that called fit."""
+    import tf_keras  # pylint: disable=import-outside-toplevel
+    rng = np.random.RandomState(1)
+    x, y = rng.randn(32, 8).astype(np.float32), rng.randn(32, 1).astype(np.float32)
+    with strategy.scope():
+        model = tf_keras.Sequential([tf_keras.layers.Dense(1, input_shape=(8,))])
+        model.compile(optimizer="sgd", loss="mse", steps_per_execution=2)
+    recorder = _recording(monkeypatch, tmp_path, 3)
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0)  # the fit line
+    report = recorder.report()
+    assert report["steps_run"] == 4
+    assert {(op["pass"], op["line"]) for op in report["ops"]} == {
+        ("forward", _line_of("# the fit line")), ("backward", _line_of("# the fit line"))}
+    assert all("dense" in op["name"] and op["relative"] > 0 for op in report["ops"])
