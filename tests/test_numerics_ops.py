@@ -141,8 +141,10 @@ def test_backward_ops_are_told_apart_and_eager_steps_counted(strategy, tpu_numer
     recorder = _recording(monkeypatch, tmp_path, 2)
     for i in range(STEPS):  # eager: each run is its own trace-free step
         strategy.run(replica_step, args=(tf.constant(xs[i]),))
+    # Another replica function (an evaluation step, say) counts on the same count.
+    strategy.run(lambda x: tf.matmul(x, variable), args=(tf.constant(xs[0]),))
     report = recorder.report()
-    assert report["steps_run"] == STEPS
+    assert report["steps_run"] == STEPS + 1
     passes = {(op["pass"], op["line"]) for op in report["ops"]}
     assert passes == {("forward", _line_of("# forward line")),
                       ("backward", _line_of("# backward line"))}
