@@ -34,10 +34,7 @@ import atexit
 import contextlib
 import functools
 import json
-import os
-import sysconfig
 import threading
-import traceback
 
 import tensorflow as tf
 
@@ -164,29 +161,19 @@ class Recorder:
         if graph is None:
             scope = ops.get_name_scope()
             name = f"{scope}/{op_type}" if scope else op_type
-            frames = traceback.extract_stack()
+            frames = _callsite.current_frames()
         else:
             name = rounded.op.name
             frames = (forward if forward is not None else rounded.op).traceback
         # A Keras step's ops have no user frame in the replica's thread: the
         # line that asked for the step (`model.fit`) is the user's then.
-        filename, line = _callsite.user_location(
-            list(caller) + [f for f in frames if not _in_stdlib(f.filename)])
+        filename, line = _callsite.user_location(frames, caller)
         backward = forward is not None or any(
             tpu_semantics.GRADIENT_SCOPE.match(scope) for scope in name.split("/")[:-1])
         with self._lock:
             self._sites.append({"op": op_type, "name": name, "file": filename,
                                 "line": line, "pass": "backward" if backward else "forward"})
             return len(self._sites) - 1
-
-
-@functools.lru_cache(maxsize=None)
-def _stdlib():
-    return os.path.join(os.path.abspath(sysconfig.get_paths()["stdlib"]), "")
-
-
-def _in_stdlib(filename):
-    return os.path.abspath(filename).startswith(_stdlib())
 
 
 def _relative(difference, magnitude):
@@ -250,7 +237,7 @@ def replica_step(fn):
     if _recorder is None:
         return fn
 
-    caller = traceback.extract_stack()[:-1]  # in the thread that asked for the step
+    caller = _callsite.current_frames()  # of the thread that asks for the step
 
     @functools.wraps(fn)
     def counted_fn(*args, **kwargs):
