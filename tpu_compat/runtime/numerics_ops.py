@@ -16,11 +16,14 @@ each replica function replica 0 builds starts with a *step marker*, a
 returns the count; each recorded op's record (another ``tf.py_function``)
 takes that count as an input, so it is filed under the step it ran in even
 when steps overlap, and the op's output is returned through an ``Identity``
-that depends on the record, so TF 1.x sessions run it too. Those ops are
-marked as host ops (the fidelity checks and the lint leave them out); none of
-them feeds a value into the program, so its numbers stay what ``--numerics
-tpu`` gives. Without the variable nothing here is built, and without
-``--numerics tpu`` nothing here is called.
+that depends on the record, so TF 1.x sessions run it too. In a
+``tf.function`` the record and the exact op sit in a ``tf.cond`` on the count,
+so other steps pay one host call (the marker's), not one per op; eager runs
+build nothing off the chosen step. Those ops are marked as host ops (the
+fidelity checks and the lint leave them out); none of them feeds a value into
+the program, so its numbers stay what ``--numerics tpu`` gives. Without the
+variable nothing here is built, and without ``--numerics tpu`` nothing here
+is called.
 
 Not counted: replica functions that reach TensorFlow's mirrored machinery
 without the emulated TPU's replica wrapper (a ``tf.function`` passed to
@@ -154,9 +157,10 @@ class Recorder:
         """The op instance's number in :attr:`_sites`: its type, name, pass and line."""
         graph = None if isinstance(rounded, ops.EagerTensor) else rounded.graph
         # TF 1.x gradients build each gradient op under the forward op
-        # (tensorflow/python/ops/gradients_util.py, `_original_op`): its line
-        # is the user's. GradientTape's backward ops carry the forward op's
-        # name scope under `gradient_tape/` (tensorflow/python/eager/backprop.py).
+        # (TF 2.21's tensorflow/python/ops/gradients_util.py, `_original_op`):
+        # its line is the user's. GradientTape's backward ops carry the
+        # forward op's name scope under `gradient_tape/` (TF 2.21's
+        # tensorflow/python/eager/backprop.py, `gradient_name_scope`).
         forward = getattr(graph, "_default_original_op", None) if graph else None
         if graph is None:
             scope = ops.get_name_scope()
