@@ -191,3 +191,21 @@ def test_keras_fit_with_steps_per_execution_counts_each_step(strategy, tpu_numer
     assert {(op["pass"], op["line"]) for op in report["ops"]} == {
         ("forward", _line_of("# the fit line")), ("backward", _line_of("# the fit line"))}
     assert all("dense" in op["name"] and op["relative"] > 0 for op in report["ops"])
+
+
+def test_a_non_finite_output_is_kept_and_listed_first(tmp_path):
+    # pylint: disable=protected-access
+    recorder = numerics_ops.Recorder(1, str(tmp_path / "ops.json"))
+    recorder._sites = [{"op": "MatMul", "name": name, "file": "f.py", "line": 1,
+                        "pass": "forward"} for name in ("finite", "nan", "zero")]
+    recorder._begin_step()
+    for site, difference, magnitude in ((0, 0.5, 1.0), (1, float("nan"), 1.0),
+                                        (1, 0.1, 2.0), (2, 0.0, 0.0)):
+        recorder._record(site, 1, difference, magnitude)
+    recorder._record(0, 2, 9.0, 1.0)  # another step: not kept
+    recorder.write()
+    with open(recorder.path, encoding="utf-8") as stream:
+        report = json.load(stream)
+    assert [op["name"] for op in report["ops"]] == ["nan", "finite", "zero"]
+    assert np.isnan(report["ops"][0]["relative"]) and report["ops"][0]["executions"] == 2
+    assert [op["relative"] for op in report["ops"][1:]] == [0.5, 0.0]

@@ -74,8 +74,8 @@ class Recorder:
         if step == self.step:
             with self._lock:
                 found = self._found.setdefault(site, [0.0, 0.0, 0])
-                found[0] = max(found[0], float(difference))
-                found[1] = max(found[1], float(magnitude))
+                found[0] = _larger(found[0], float(difference))
+                found[1] = _larger(found[1], float(magnitude))
                 found[2] += 1
         return step
 
@@ -92,15 +92,17 @@ class Recorder:
             row.update(max_abs_diff=difference, max_abs_exact=magnitude,
                        executions=executions, relative=_relative(difference, magnitude))
             rows.append(row)
-        rows.sort(key=lambda row: -row["relative"])
+        # A non-finite output (inf, nan) is listed first: it moved the most.
+        rows.sort(key=lambda row: -(row["relative"] if row["relative"] == row["relative"]
+                                    else float("inf")))
         report = {"step": self.step, "steps_run": steps_run, "ops": rows}
         if self._pods_skipped:
             report["not_recorded"] = "replica 0 runs on an emulated pod's worker"
         return report
 
     def write(self):
-        data = json.dumps(self.report(), indent=1, allow_nan=False,
-                          default=str).encode("utf-8")
+        # Python's json writes and reads inf and nan (as Infinity and NaN).
+        data = json.dumps(self.report(), indent=1).encode("utf-8")
         _atomic.atomic_write(self.path, data)
 
     # -- building: the marker and the records ----------------------------------------
@@ -178,6 +180,11 @@ class Recorder:
             self._sites.append({"op": op_type, "name": name, "file": filename,
                                 "line": line, "pass": "backward" if backward else "forward"})
             return len(self._sites) - 1
+
+
+def _larger(kept, value):
+    """The larger of the two; nan, once seen, is kept (Python's max drops it)."""
+    return value if value != value or value > kept else kept
 
 
 def _relative(difference, magnitude):
