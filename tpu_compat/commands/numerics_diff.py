@@ -87,8 +87,8 @@ def _where(filename, line):
 
 def _ops_table(ops):
     rows = [("rel diff", "pass", "op", "line", "name")]
-    rows += [(_relative(op["relative"]) if op["relative"] else "0", op["pass"], op["op"], _where(op["file"], op["line"]),
-              op["name"]) for op in ops]
+    rows += [(_relative(op["relative"]) if op["relative"] else "0", op["pass"], op["op"],
+              _where(op["file"], op["line"]), op["name"]) for op in ops]
     widths = [max(len(row[column]) for row in rows) for column in range(5)]
     return "\n".join("  ".join([row[0].rjust(widths[0])] + [c.ljust(w) for c, w in
                                                            zip(row[1:], widths[1:])]).rstrip()
