@@ -5,6 +5,12 @@ The engine and the command's report and exit codes are tested with plain
 TensorFlow); one end-to-end run in the slow lane (two `tpu-compat run`s of
 tests/scenarios/numerics_diff_program.py) shows a replica step's matmul move
 and the host's stay.
+
+--ops-at-step: the report from a fake record (no TensorFlow), then one
+numerics-diff of tests/scenarios/numerics_ops_program.py (TF 2.x) naming its
+matmul lines, and one `tpu-compat run --tf1` of it recording a Session loop's
+chosen run (runtime/numerics_ops.py's recorder is tested in process in
+test_numerics_ops.py).
 """
 
 import json
