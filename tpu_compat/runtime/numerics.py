@@ -28,6 +28,10 @@ Not rounded: ops outside a replica step (input pipelines, host calls,
 float64, ``tf.raw_ops`` calls, one-operand einsums (tf2xla reduces them
 before a dot with the scalar 1), and anything when the program turned TF32 off.
 On a real TPU the strategies are TensorFlow's own and nothing here applies.
+
+With ``TPU_COMPAT_NUMERICS_OPS`` set (``numerics-diff --ops-at-step``), each
+rounded op replica 0 builds is also handed to :mod:`.numerics_ops`, which
+records how far the rounding moves its output in the chosen step.
 """
 
 import contextlib
