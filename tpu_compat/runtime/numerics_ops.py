@@ -16,10 +16,11 @@ each replica function replica 0 builds starts with a *step marker*, a
 returns the count; each recorded op's record (another ``tf.py_function``)
 takes that count as an input, so it is filed under the step it ran in even
 when steps overlap, and the op's output is returned through an ``Identity``
-that depends on the record, so TF 1.x sessions run it too. In a
-``tf.function`` the record and the exact op sit in a ``tf.cond`` on the count,
-so other steps pay one host call (the marker's), not one per op; eager runs
-build nothing off the chosen step. Those ops are marked as host ops (the
+that depends on the record, so TF 1.x sessions run it too. The record and
+the exact op sit in a ``tf.cond`` on the count (v1 control flow in a TF 1.x
+graph, inside its while loops and their gradients too), so other steps pay one
+host call (the marker's), not one per op; eager runs build nothing off the
+chosen step. Those ops are marked as host ops (the
 fidelity checks and the lint leave them out); none of them feeds a value into
 the program, so its numbers stay what ``--numerics tpu`` gives. Without the
 variable nothing here is built, and without ``--numerics tpu`` nothing here
@@ -143,13 +144,11 @@ class Recorder:
                                   name="tpu_compat_numerics_record")
 
         with _host_ops(), ops.name_scope("tpu_compat_numerics_ops"):
-            if eager or not ops.inside_function():
-                # TF 1.x graphs record every run (their gradients and loops
-                # are v1 control flow, where a cond here is not safe to add).
+            if eager:
                 done = recorded()
             else:
-                # A tf.function: only the chosen step computes the exact op
-                # and calls back (a py_function run costs ~0.5 ms).
+                # Only the chosen step computes the exact op and calls back
+                # (a py_function run costs ~0.5 ms).
                 done = tf.cond(tf.equal(marker, self.step), recorded,
                                lambda: tf.identity(marker))
         with ops.control_dependencies([done]):
