@@ -178,6 +178,7 @@ def test_a_tf1_session_loop_records_its_chosen_run(tmp_path):
     # The hidden matmul forward, its two gradients (x and w), the exact matmul.
     assert set(found) == {("backward", hidden), ("forward", exact), ("forward", hidden)}
     assert len(report["ops"]) == 4
+    assert all(op["executions"] == 1 for op in report["ops"])  # steps 2 and 3 not filed
     assert found["forward", exact]["relative"] == 0
     # Step 1's batch is small integers: the forward rounds only the weights.
     assert 1e-4 < found["forward", hidden]["relative"] < 1e-2
