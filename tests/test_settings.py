@@ -34,7 +34,7 @@ def test_every_variable_has_one_row():
     assert [setting.variable for setting in settings.ROWS] == [
         "TPU_COMPAT_BACKEND", "TPU_COMPAT_NUM_REPLICAS", "TPU_COMPAT_NUM_HOSTS",
         "TPU_COMPAT_WARNINGS", "TPU_COMPAT_STRICT", "TPU_COMPAT_FIDELITY",
-        "TPU_COMPAT_NUMERICS", "TPU_COMPAT_SEED",
+        "TPU_COMPAT_NUMERICS", "TPU_COMPAT_NUMERICS_OPS", "TPU_COMPAT_SEED",
         "TPU_COMPAT_POD_TIMEOUT", "TPU_COMPAT_POD_PORT", "TPU_COMPAT_POD_LOGS",
         "TF_USE_LEGACY_KERAS", "TF_ENABLE_ONEDNN_OPTS", "TPU_COMPAT_MAX_FILE_BYTES"]
     assert len({setting.name for setting in settings.ROWS}) == len(settings.ROWS)

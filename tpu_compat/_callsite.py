@@ -15,7 +15,7 @@ Served from here:
 * legacy-API and device-mapping warnings: :func:`user_frame` (and
   :func:`autograph_source`, the user's line behind autograph's copy);
 * fidelity errors: :func:`user_location`, the same walk over an op's
-  creation traceback;
+  creation traceback (and numerics-diff's ops, with :func:`current_frames`);
 * the import router's scope: :func:`is_program_code`;
 * the runner's traceback trimming: :func:`shown_in_program_traceback`,
   which recognises the runner's launch frame by its code object and
@@ -30,8 +30,8 @@ import os
 import sys
 import threading
 
-__all__ = ["PACKAGE_DIR", "PLUMBING_FLAG", "autograph_source", "is_program_code",
-           "library_roots", "package_dir", "shown_in_program_traceback",
+__all__ = ["PACKAGE_DIR", "PLUMBING_FLAG", "autograph_source", "current_frames",
+           "is_program_code", "library_roots", "package_dir", "shown_in_program_traceback",
            "user_frame", "user_location"]
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -110,14 +110,36 @@ def autograph_source(filename, lineno):
 
 # -- fidelity errors: the user's line in an op's creation traceback ---------------
 
-def user_location(frames):
+def current_frames():
+    """The calling thread's frames (``filename``, ``lineno``), outermost first."""
+    import traceback  # pylint: disable=import-outside-toplevel
+    return traceback.extract_stack()[:-1]
+
+
+@functools.lru_cache(maxsize=1)
+def _stdlib_dir():
+    import sysconfig  # pylint: disable=import-outside-toplevel
+    return os.path.join(os.path.abspath(sysconfig.get_paths()["stdlib"]), "")
+
+
+def user_location(frames, caller=None):
     """The ``(file, line)`` of the user's code in ``frames``, outermost first.
 
     ``frames`` have ``filename`` and ``lineno`` (an op's ``traceback``). The
     innermost frame outside TensorFlow, tf_keras, Keras and tpu_compat wins,
     autograph's copies mapped back to the user's source; failing that, the
     innermost real file; failing that, ``("<unknown>", 0)``.
+
+    ``caller``: for ``frames`` of a thread started for the work (a replica of
+    a mirrored step, whose stack begins in ``threading``), the frames of the
+    thread that asked for it (:func:`current_frames`), looked at after
+    ``frames`` less the standard library's (a Keras step has no user frame
+    in its replica's thread: the line calling ``fit`` is the user's then).
     """
+    if caller is not None:
+        stdlib = _stdlib_dir()
+        frames = list(caller) + [frame for frame in frames or ()
+                                 if not os.path.abspath(frame.filename).startswith(stdlib)]
     library_dirs, _ = _library_dirs()
     skipped = library_dirs + (PACKAGE_DIR,)
     fallback = None

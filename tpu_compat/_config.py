@@ -157,6 +157,18 @@ def directory(name, value):
     return path
 
 
+def step_and_file(name, value):
+    """``STEP:FILE``: a positive step number and a file whose directory exists."""
+    step_text, colon, path = str(value).strip().partition(":")
+    step = ascii_int(step_text)
+    path = os.path.abspath(os.path.expanduser(path)) if path.strip() else ""
+    if not colon or step is None or step < 1 or not path or os.path.isdir(path) \
+            or not os.path.isdir(os.path.dirname(path)):
+        raise ConfigError(f"{name}={value!r} is not valid; expected STEP:FILE, STEP a "
+                          f"positive integer and FILE a file path whose directory exists")
+    return step, path
+
+
 def any_text(name, value):
     """The value as given: for variables another program reads (TensorFlow)."""
     del name

@@ -153,6 +153,15 @@ ROWS = (
         flag="--numerics", flag_entries=(RUN, REGRESS), choices=("exact", "tpu"),
         pytest_option="--tpu-compat-numerics"),
     Setting(
+        "numerics_ops", "TPU_COMPAT_NUMERICS_OPS", _config.step_and_file,
+        {RUN: None, LIBRARY: None},
+        values="`STEP:FILE`, STEP from 1",
+        meaning="with `--numerics tpu`: record each rounded op that replica 0 runs in "
+                "its STEP-th replica step (its op, your line, how far its rounding moves "
+                "its output) and write them to FILE (JSON) at exit; `numerics-diff "
+                "--ops-at-step` sets it ([numerics](docs/emulated_tpu.md#numerics))",
+        show=_unset_as("not recorded")),
+    Setting(
         "seed", "TPU_COMPAT_SEED", _config.seed,
         # regress and verify seed each script with their --seed (default 0,
         # --no-seed: none) and ignore the variable, which they set per script.
@@ -226,6 +235,7 @@ WARNINGS_VAR = _BY_NAME["warnings"].variable
 STRICT_VAR = _BY_NAME["strict"].variable
 FIDELITY_VAR = _BY_NAME["fidelity"].variable
 NUMERICS_VAR = _BY_NAME["numerics"].variable
+NUMERICS_OPS_VAR = _BY_NAME["numerics_ops"].variable
 SEED_VAR = _BY_NAME["seed"].variable
 POD_TIMEOUT_VAR = _BY_NAME["pod_timeout"].variable
 POD_PORT_VAR = _BY_NAME["pod_port"].variable

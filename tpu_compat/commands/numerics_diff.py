@@ -3,8 +3,9 @@
 The engine is :mod:`tpu_compat.regress.numerics_diff`.
 
 Exit codes: 0 when both runs reported their numbers (and, with ``--rtol``,
-none moved beyond it), 1 when a run failed or a number moved beyond
-``--rtol``, 2 for usage errors; 130 / 128+N when interrupted, as ``regress``.
+none moved beyond it; with ``--ops-at-step``, the tpu run recorded that
+step), 1 when a run failed, a number moved beyond ``--rtol`` or the step was
+not recorded, 2 for usage errors; 130 / 128+N when interrupted, as ``regress``.
 """
 
 import argparse
@@ -47,6 +48,12 @@ def register(subparsers):
     parser.add_argument("--rtol", metavar="R", type=non_negative_float("--rtol"),
                         help="exit 1 when a number moved by more than R relative "
                              "(default: report only)")
+    parser.add_argument("--ops-at-step", metavar="N", dest="ops_at_step",
+                        type=number_type("--ops-at-step", _config.positive_int),
+                        help="also list the rounded ops replica 0 runs in its N-th replica "
+                             "step (1-based, counting every step run: training, evaluation "
+                             "and prediction), by how far the rounding moves each op's "
+                             "output on the same inputs, largest first (--top of them)")
     add_seed_arguments(parser, "run",
                        unseeded_note=" (the two runs then differ for that reason too)")
     parser.set_defaults(handler=interruptible("numerics-diff", run_numerics_diff))
@@ -70,6 +77,37 @@ def _table(moved):
         .rstrip() for row in rows)
 
 
+def _where(filename, line):
+    try:
+        shown = os.path.relpath(filename)
+    except ValueError:  # another drive
+        shown = filename
+    return f"{filename if shown.startswith('..') else shown}:{line}"
+
+
+def _ops_table(ops):
+    rows = [("rel diff", "pass", "op", "line", "name")]
+    rows += [(_relative(op["relative"]) if op["relative"] else "0", op["pass"], op["op"],
+              _where(op["file"], op["line"]), op["name"]) for op in ops]
+    widths = [max(len(row[column]) for row in rows) for column in range(5)]
+    return "\n".join("  ".join([row[0].rjust(widths[0])] + [c.ljust(w) for c, w in
+                                                           zip(row[1:], widths[1:])]).rstrip()
+                     for row in rows)
+
+
+def _print_ops(found, top):
+    """The ops of the chosen step; False when there is no record of them."""
+    if found.problem is not None:
+        _print(f"FAILED: ops at step {found.step}: {found.problem}")
+        return False
+    _print(f"ops at replica step {found.step} of replica 0 ({found.steps_run} counted): "
+           f"{len(found.ops)} rounded op(s), by how far rounding their operands moves "
+           f"their output (max |tpu - exact| / max |exact|, same inputs)")
+    if found.ops and top:
+        _print("    " + _ops_table(found.ops[:top]).replace("\n", "\n    "))
+    return True
+
+
 def _print(text=""):
     print(text, flush=True)
 
@@ -88,7 +126,8 @@ def run_numerics_diff(args):
            f"{options.replicas} replicas on backend {options.backend}, fidelity "
            f"{options.fidelity}; {seeded}")
     result = numerics_diff.numerics_diff(args.script, args.args, options,
-                                         command=script_process.tpu_compat_command)
+                                         command=script_process.tpu_compat_command,
+                                         ops_at_step=args.ops_at_step)
     for label, run in (("exact:", result.exact), ("tpu:  ", result.tpu)):
         if run is not None and run.ok:
             _print(f"{label} {len(run.numbers)} numbers ({run.run.seconds:.1f} s)")
@@ -112,7 +151,8 @@ def run_numerics_diff(args):
            f"{len(moved)} of {len(result.moved)} numbers moved")
     if moved and args.top:
         _print("    " + _table(moved[:args.top]).replace("\n", "\n    "))
+    ops_ok = result.ops is None or _print_ops(result.ops, args.top)
     if args.rtol is not None and largest.relative > args.rtol:
         _print(f"MOVED beyond rtol={args.rtol:g}")
         return EXIT_FAILURE
-    return EXIT_OK
+    return EXIT_OK if ops_ok else EXIT_FAILURE

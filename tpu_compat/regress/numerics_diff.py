@@ -10,12 +10,15 @@ from a bug (numbers that differ in ways the precision cannot explain).
 """
 
 import dataclasses
+import json
 import math
+import os
+import tempfile
 from typing import Optional, Tuple
 
 from tpu_compat.regress import measure, script_process, sidecar
 
-__all__ = ["Moved", "NumericsDiff", "numerics_diff"]
+__all__ = ["Moved", "NumericsDiff", "OpsAtStep", "numerics_diff"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +44,40 @@ class Moved:
 
 
 @dataclasses.dataclass(frozen=True)
+class OpsAtStep:
+    """``--ops-at-step``: the rounded ops replica 0 ran in step ``step`` (1-based).
+
+    Each op is a dict (tpu_compat/runtime/numerics_ops.py writes them): ``op``,
+    ``name``, ``pass`` (forward/backward), ``file``, ``line``, ``relative``
+    (max |rounded - exact| / max |exact| of its output), largest first.
+    """
+
+    step: int
+    steps_run: int = 0  # replica steps replica 0 ran in the whole tpu run
+    ops: Tuple[dict, ...] = ()
+    problem: Optional[str] = None  # why there is no record
+
+
+def _read_ops(path, step):
+    try:
+        with open(path, encoding="utf-8") as stream:
+            report = json.load(stream)
+    except FileNotFoundError:
+        return OpsAtStep(step, problem="the tpu run wrote no record of its ops")
+    except (OSError, ValueError) as error:
+        return OpsAtStep(step, problem=f"the tpu run's record of its ops is unreadable: "
+                                       f"{error}")
+    found = OpsAtStep(step, report.get("steps_run", 0), tuple(report.get("ops", ())))
+    if report.get("not_recorded"):
+        return dataclasses.replace(found, problem=f"not recorded: {report['not_recorded']}")
+    if found.steps_run < step:
+        return dataclasses.replace(
+            found, problem=f"replica 0 ran {found.steps_run} counted replica step(s), "
+                           f"so there is no step {step}")
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
 class NumericsDiff:
     exact: Optional[measure.Measurement]
     tpu: Optional[measure.Measurement]
@@ -48,6 +85,7 @@ class NumericsDiff:
     only_exact: Tuple[str, ...] = ()  # keys one run reported and the other did not
     only_tpu: Tuple[str, ...] = ()
     problem: Optional[str] = None  # why nothing could be compared
+    ops: Optional[OpsAtStep] = None  # with ops_at_step
 
     @property
     def largest(self):
@@ -61,18 +99,29 @@ def _ranked(exact_numbers, tpu_numbers):
     return tuple(sorted(both, key=lambda moved: -moved.relative))
 
 
-def numerics_diff(path, args, options, command=script_process.tpu_compat_command):
-    """Runs ``path`` (with ``args``, else its sidecar's) under both numerics."""
+def numerics_diff(path, args, options, command=script_process.tpu_compat_command,
+                  ops_at_step=None):
+    """Runs ``path`` (with ``args``, else its sidecar's) under both numerics.
+
+    With ``ops_at_step`` (1-based), the tpu run also records the rounded ops
+    replica 0 runs in that replica step (``TPU_COMPAT_NUMERICS_OPS``).
+    """
     try:
         config = sidecar.load(path)
     except sidecar.SidecarError as error:
         return NumericsDiff(None, None, problem=str(error))
-    runs = {}
-    for numerics in ("exact", "tpu"):
-        launch = measure.launch_for(path, config, dataclasses.replace(options, numerics=numerics))
-        if args:
-            launch = dataclasses.replace(launch, args=tuple(args))
-        runs[numerics] = measure.measure(launch, config, command)
+    with tempfile.TemporaryDirectory(prefix="tpu-compat-numerics-ops-") as directory:
+        record = os.path.join(directory, "ops.json")
+        runs = {}
+        for numerics in ("exact", "tpu"):
+            launch = measure.launch_for(path, config,
+                                        dataclasses.replace(options, numerics=numerics))
+            if args:
+                launch = dataclasses.replace(launch, args=tuple(args))
+            if numerics == "tpu" and ops_at_step is not None:
+                launch = dataclasses.replace(launch, numerics_ops=f"{ops_at_step}:{record}")
+            runs[numerics] = measure.measure(launch, config, command)
+        ops = _read_ops(record, ops_at_step) if ops_at_step is not None else None
     exact, tpu = runs["exact"], runs["tpu"]
     for label, run in runs.items():
         if not run.ok:
@@ -81,4 +130,4 @@ def numerics_diff(path, args, options, command=script_process.tpu_compat_command
     return NumericsDiff(
         exact, tpu, _ranked(exact.numbers, tpu.numbers),
         tuple(key for key in exact.numbers if key not in tpu.numbers),
-        tuple(key for key in tpu.numbers if key not in exact.numbers))
+        tuple(key for key in tpu.numbers if key not in exact.numbers), ops=ops)

@@ -50,6 +50,7 @@ class Launch:
     backend: Optional[str] = None  # None: $TPU_COMPAT_BACKEND, else regress's default
     fidelity: Optional[str] = None  # None: $TPU_COMPAT_FIDELITY, else regress's default
     numerics: Optional[str] = None  # None: $TPU_COMPAT_NUMERICS, else exact
+    numerics_ops: Optional[str] = None  # $TPU_COMPAT_NUMERICS_OPS (STEP:FILE); None: unset
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,6 +116,9 @@ def _environment(launch):
     env[settings.BACKEND_VAR] = chosen_backend(launch.backend, env)
     env[settings.FIDELITY_VAR] = chosen_fidelity(launch.fidelity, env)
     env[settings.NUMERICS_VAR] = _chosen("numerics", launch.numerics, env)
+    env.pop(settings.NUMERICS_OPS_VAR, None)  # only numerics-diff's tpu run records
+    if launch.numerics_ops is not None:
+        env[settings.NUMERICS_OPS_VAR] = launch.numerics_ops
     # TensorFlow's C++ INFO lines would bury the traceback in the stderr tail.
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     # The child runs the tpu_compat this process runs, installed or not.

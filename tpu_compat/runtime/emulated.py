@@ -20,7 +20,7 @@ from tpu_compat._tf_internals import (
     cross_device_ops_lib, def_function, device_util, mirrored_strategy, numpy_dataset,
     ops, tpu_function)
 from tpu_compat._tf_internals import framework_device as tf_device
-from tpu_compat.runtime import fidelity, hooks, steps, strict, tpu_semantics
+from tpu_compat.runtime import fidelity, hooks, numerics_ops, steps, strict, tpu_semantics
 
 __all__ = ["EmulatedTPUExtended", "group_by_host", "replica_devices"]
 
@@ -183,7 +183,8 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
         # thread. tf.function step functions are left as they are: Mirrored
         # re-wraps those and traces their Python function per replica.
         if not isinstance(fn, def_function.Function):
-            fn = _with_number_of_shards(fn, self._num_replicas_in_sync)
+            fn = numerics_ops.replica_step(
+                _with_number_of_shards(fn, self._num_replicas_in_sync))
         if not fidelity.enabled():
             return super()._call_for_each_replica(fn, args, kwargs)
         if ops.executing_eagerly_outside_functions() and not ops.inside_function():
@@ -222,7 +223,8 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
             python_function = function.python_function
 
             def checked_replicas(*args, **kwargs):
-                return self._checked_call(python_function, args, kwargs)
+                return self._checked_call(numerics_ops.replica_step(python_function),
+                                          args, kwargs)
 
             traced = function._clone(python_function=checked_replicas)  # pylint: disable=protected-access
             cache[function] = traced

@@ -28,6 +28,10 @@ Not rounded: ops outside a replica step (input pipelines, host calls,
 float64, ``tf.raw_ops`` calls, one-operand einsums (tf2xla reduces them
 before a dot with the scalar 1), and anything when the program turned TF32 off.
 On a real TPU the strategies are TensorFlow's own and nothing here applies.
+
+With ``TPU_COMPAT_NUMERICS_OPS`` set (``numerics-diff --ops-at-step``), each
+rounded op replica 0 builds is also handed to :mod:`.numerics_ops`, which
+records how far the rounding moves its output in the chosen step.
 """
 
 import contextlib
@@ -48,7 +52,7 @@ from tpu_compat._tf_internals import math_ops
 from tpu_compat._tf_internals import ops
 
 from tpu_compat import settings
-from tpu_compat.runtime import emulated
+from tpu_compat.runtime import emulated, numerics_ops
 
 __all__ = ["ROWS", "RoundedOp", "active", "enabled", "install", "on_host",
            "round_operands", "round_to_bfloat16"]
@@ -191,7 +195,11 @@ def round_to_bfloat16(value):
 
 
 def round_operands(row, arguments):
-    """Rounds ``row``'s operands in ``arguments`` (a function's bound arguments)."""
+    """Rounds ``row``'s operands in ``arguments`` (a function's bound arguments).
+
+    Returns whether an operand was rounded here.
+    """
+    changed = False
     for name in row.operands:
         if name not in arguments:
             continue
@@ -200,8 +208,11 @@ def round_operands(row, arguments):
             # Einsum: a one-operand einsum is a reduction, not a dot.
             if len(value) == 2:
                 arguments[name] = [round_to_bfloat16(v) for v in value]
+                changed = changed or any(a is not b for a, b in zip(arguments[name], value))
         else:
             arguments[name] = round_to_bfloat16(value)
+            changed = changed or arguments[name] is not value
+    return changed
 
 
 def _rounding(original, row):
@@ -212,8 +223,18 @@ def _rounding(original, row):
         if not active():
             return original(*args, **kwargs)
         bound = signature.bind(*args, **kwargs)
-        round_operands(row, bound.arguments)
-        return original(*bound.args, **bound.kwargs)
+        if numerics_ops.recorder() is None:
+            round_operands(row, bound.arguments)
+            return original(*bound.args, **bound.kwargs)
+        # numerics-diff --ops-at-step: the same op on the operands as given too.
+        exact = signature.bind(*args, **kwargs)
+        if "name" in signature.parameters:
+            # The caller's name is the op's own (a name scope ending in "/").
+            exact.arguments["name"] = None
+        if not round_operands(row, bound.arguments):
+            return original(*bound.args, **bound.kwargs)
+        return numerics_ops.record(row.op_type, original(*bound.args, **bound.kwargs),
+                                   lambda: original(*exact.args, **exact.kwargs))
 
     return rounded
 
@@ -222,6 +243,7 @@ def install(changes):
     """Wraps each row's function (recorded in ``changes``) when numerics is ``tpu``."""
     if not enabled():
         return
+    numerics_ops.configure()
     for row in ROWS:
         module = _MODULES[row.module]
         changes.replace(module, row.function, _rounding(getattr(module, row.function), row))

@@ -158,7 +158,7 @@ ROWS = (
 
 _INITIALIZER_SCOPE = "Initializer"
 # tf.gradients' and GradientTape's name scopes (uniquified: gradients_1).
-_GRADIENT_SCOPE = re.compile(r"(gradients(_\d+)?|gradient_tape)$")
+GRADIENT_SCOPE = re.compile(r"(gradients(_\d+)?|gradient_tape)$")
 
 
 def _skipped(op):
@@ -166,7 +166,7 @@ def _skipped(op):
     pass of an op the forward pass already reported, or TensorFlow's own
     (shape arithmetic), reported at the line that asked for the gradient."""
     scopes = op.name.split("/")[:-1]
-    return _INITIALIZER_SCOPE in scopes or any(_GRADIENT_SCOPE.match(s) for s in scopes)
+    return _INITIALIZER_SCOPE in scopes or any(GRADIENT_SCOPE.match(s) for s in scopes)
 
 
 def _findings(op):
