@@ -152,15 +152,6 @@ SLOW_IN_CI = (
     # 1 and 2 hosts of the TF 1.13-1.15 session idiom; test_pod_devices and the
     # pod fault tests keep a pod's sessions in CI.
     "tests/test_pod_session_idiom.py::*",
-    # Benchmark smoke runs that start several TensorFlow processes (about 6 s of
-    # CPU each to import TensorFlow): keras_fit (6), tpu_estimator (3), pod (4),
-    # startup (2 and tpu-compat run), steps_per_run (2; bench_fidelity's smoke
-    # keeps its variant (a) and helpers in CI). The other six stay in CI.
-    "tests/test_benchmarks_smoke.py::*[[]keras_fit[]]",
-    "tests/test_benchmarks_smoke.py::*[[]tpu_estimator[]]",
-    "tests/test_benchmarks_smoke.py::*[[]pod[]]",
-    "tests/test_benchmarks_smoke.py::*[[]startup[]]",
-    "tests/test_benchmarks_smoke.py::*[[]steps_per_run[]]",
 )
 
 

@@ -39,20 +39,21 @@ def _result(completed):
     return json.loads(line[len("RESULT "):])
 
 
-def _server():
-    return fork_server.ForkServer(fork_server.server_environment(conftest.subprocess_env()))
+@pytest.fixture(scope="module")
+def server():
+    """A server of this module's own, so that its tests see its runs only."""
+    started = fork_server.ForkServer(
+        fork_server.server_environment(conftest.subprocess_env()))
+    yield started
+    started.close()
 
 
-def test_a_forked_run_sees_what_a_fresh_process_sees(tmp_path):
+def test_a_forked_run_sees_what_a_fresh_process_sees(server, tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text(_PROBE)
     args = ("run", "--replicas", "2", str(probe), "3")
     env = conftest.subprocess_env()
-    server = _server()
-    try:
-        forked = [server.try_run(args, env, str(tmp_path), 300) for _ in range(2)]
-    finally:
-        server.close()
+    forked = [server.try_run(args, env, str(tmp_path), 300) for _ in range(2)]
     assert None not in forked, "the runs were not forked"
     fresh = _fresh(args, tmp_path)
     for run in forked + [fresh]:
@@ -71,22 +72,18 @@ def _fresh(args, tmp_path):
                           timeout=300)
 
 
-def test_a_forked_run_past_its_timeout_is_killed_as_subprocess_run_kills(tmp_path):
+def test_a_forked_run_past_its_timeout_is_killed_as_subprocess_run_kills(server, tmp_path):
     probe = tmp_path / "sleeper.py"
-    probe.write_text("import time\nprint('started', flush=True)\ntime.sleep(600)\n")
+    probe.write_text("import time\ntime.sleep(600)\n")
     quick = tmp_path / "quick.py"
     quick.write_text("print('quick')\n")
-    server = _server()
-    try:
-        with pytest.raises(subprocess.TimeoutExpired) as raised:
-            server.try_run(("run", "--replicas", "1", str(probe)), conftest.subprocess_env(),
-                           str(tmp_path), 20)
-        assert "started" in raised.value.output
-        # The server is still of use after a run timed out.
-        again = server.try_run(("run", "--replicas", "1", str(quick)),
-                               conftest.subprocess_env(), str(tmp_path), 300)
-    finally:
-        server.close()
+    with pytest.raises(subprocess.TimeoutExpired) as raised:
+        server.try_run(("run", "--replicas", "1", str(probe)), conftest.subprocess_env(),
+                       str(tmp_path), 3)
+    assert raised.value.timeout == 3
+    # The server reaped the killed child and is still of use.
+    again = server.try_run(("run", "--replicas", "1", str(quick)),
+                           conftest.subprocess_env(), str(tmp_path), 300)
     assert again is not None and again.stdout == "quick\n", again
 
 
