@@ -153,12 +153,17 @@ class ForkServer:
                 _text(paths["stdout"]), _text(paths["stderr"]))
 
     def close(self):
-        if self._process is not None and self._process.poll() is None:
+        if self._process is None:
+            return
+        if self._process.poll() is None:
             self._process.stdin.close()  # the server exits at end of input
             try:
                 self._process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self._process.kill()
+                self._process.wait()
+        for pipe in (self._process.stdin, self._process.stdout):
+            pipe.close()
 
 
 def _text(path):
