@@ -89,6 +89,9 @@ from tensorflow.python.framework import config as framework_config
 from tensorflow.python.framework import device as framework_device
 # dtypes: tf.string, tf.complex128 and tf.as_dtype, the same objects.
 from tensorflow.python.framework import dtypes
+# graph_io: its module-level text_format, patched (protobuf_text.py) where TF 2.14-2.20's
+# write_graph passes an argument protobuf 7 removed; the function tf.io.write_graph exports.
+from tensorflow.python.framework import graph_io
 # get_registered_kernels_for_op: which dtypes a TPU kernel takes (fidelity.py); no public API.
 from tensorflow.python.framework import kernels
 # context / eager_mode: the host's address space for a kernel query (fidelity.py); no public API.

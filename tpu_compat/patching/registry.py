@@ -85,6 +85,11 @@ def _device_input(installation):
     device_input.quiet_device_pipelines(installation.changes)
 
 
+def _protobuf_text(installation):
+    from tpu_compat.runtime import protobuf_text  # pylint: disable=import-outside-toplevel
+    protobuf_text.write_graph_without_float_format(installation.changes)
+
+
 def _numerics(installation):
     from tpu_compat.runtime import numerics  # pylint: disable=import-outside-toplevel
     numerics.install(installation.changes)
@@ -141,6 +146,9 @@ PATCHES = (
     Patch("device input", _device_input,
           "per-device input pipelines on the emulated TPU run without tf.data "
           "autotuning, so destroying their iterators does not stall (runtime/device_input)"),
+    Patch("protobuf text", _protobuf_text,
+          "TF 2.14-2.20's write_graph (graph.pbtxt of every Estimator train) works with "
+          "protobuf 7, which removed the float_format it passes (runtime/protobuf_text)"),
     Patch("numerics", _numerics,
           "--numerics tpu: the gen_*_ops functions of float32 matmuls, einsums and "
           "convolutions round their operands in replica steps (runtime/numerics)"),
