@@ -183,7 +183,7 @@ BENCHMARKS = (
         prose=(Prose(r"`tpu-compat run` takes ([\d.]+) times", "ratio_run_python"),)),
     Benchmark(
         "numerics", "--numerics tpu",
-        full=(), smoke=TINY_8 + ("--fit-steps", "10", "--loop-steps", "10",
+        full=("--repeats", "5"), smoke=TINY_8 + ("--fit-steps", "10", "--loop-steps", "10",
                                  "--steps-per-execution", "5", "--steps-per-run", "5",
                                  "--repeats", "1"),
         timeout=1800,
