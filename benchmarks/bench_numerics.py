@@ -17,16 +17,34 @@ active()), so its graph is the one --numerics exact gives; its "tpu" copy is
 traced with TF32 on (the default), so its matmuls and convolutions read
 bfloat16-rounded operands. The switch is set before each call, so a retrace
 keeps each copy what it is, and the traced graphs are checked: the tpu copy
-must hold float32 -> bfloat16 casts, the exact copy none. The copies run
-interleaved, --repeats times, every other time in reverse order; the medians
-and the time ratios tpu/exact are reported (goal: at most 1.3 each). Not a test:
-the machine is noisy.
+must hold float32 -> bfloat16 casts, the exact copy none.
+
+Two more tpu copies of each workload measure what ``numerics-diff
+--ops-at-step`` adds (TPU_COMPAT_NUMERICS_OPS, runtime/numerics_ops.py), each
+traced with a recorder of its own (the module's one recorder is set while the
+copy is built and before each of its runs, as TF32 is):
+
+  "ops"    records its step in the middle of every timed window: the
+           recorder's run count restarts before each timing, and STEP is
+           half the timed steps (the 50th of 100 fit steps, the 150th of 300
+           loop steps), so each timing holds one recorded step (the exact ops
+           and a host call per op) and the step marker's host call every step;
+  "marker" records a step no run reaches: only the marker's host call per
+           step, the cost away from the chosen step.
+
+After the runs the benchmark checks that "ops" recorded rounded ops at its
+step in every timing and "marker" none. The copies run interleaved,
+--repeats times, every other time in reverse order; the medians and the time
+ratios tpu/exact and ops/tpu are reported (goals: at most 1.3 and 1.5 each),
+with the marker's cost per step away from the chosen step. Not a test: the
+machine is noisy.
 
 usage: python benchmarks/bench_numerics.py [--replicas 8] [--fit-steps 100]
            [--loop-steps 300] [--steps-per-execution 50] [--steps-per-run 100]
            [--repeats 3] [--json PATH]
 """
 import argparse
+import contextlib
 import os
 import statistics
 import time
@@ -34,6 +52,8 @@ import time
 import _results
 
 GOAL = 1.3
+OPS_GOAL = 1.5  # numerics-diff --ops-at-step's recording over --numerics tpu alone
+NEVER = 2 ** 62  # a step no run reaches: the marker copies' recorded step
 IMAGE, CHANNELS, FILTERS, CLASSES = 16, 3, 16, 10
 FEATURES, HIDDEN, OUTPUTS = 64, 128, 8
 
@@ -179,39 +199,81 @@ class Workloads:
         return run, graphs
 
 
+@contextlib.contextmanager
+def recording(recorder):
+    """runtime/numerics_ops.py's recorder set to ``recorder`` (None: off) inside.
+
+    The module keeps one recorder, made by install() from
+    TPU_COMPAT_NUMERICS_OPS; rounding and the step markers read it when a step
+    is traced (numerics._rounding, numerics_ops.replica_step). Each copy here
+    needs its own, so the benchmark sets the module's (private) one while a
+    copy is traced and while it runs.
+    """
+    from tpu_compat.runtime import numerics_ops  # pylint: disable=import-outside-toplevel
+    saved = numerics_ops._recorder  # pylint: disable=protected-access
+    numerics_ops._recorder = recorder  # pylint: disable=protected-access
+    try:
+        yield
+    finally:
+        numerics_ops._recorder = saved  # pylint: disable=protected-access
+
+
+def restart_count(recorder):
+    """Replica 0's run count of ``recorder`` back to 0: its STEP-th step is
+    then the STEP-th of the next timing (the count is host state the traced
+    marker increments; STEP is a constant of the traced graph)."""
+    with recorder._lock:  # pylint: disable=protected-access
+        recorder._steps_run = 0  # pylint: disable=protected-access
+
+
+def middle(steps):
+    """The recorded step of a timing of ``steps`` steps (1-based): its middle."""
+    return (steps + 1) // 2
+
+
 def main():
     args = parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ.setdefault("TPU_COMPAT_WARNINGS", "ignore")
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # what tpu-compat run chooses
     os.environ["TPU_COMPAT_NUMERICS"] = "tpu"
+    os.environ.pop("TPU_COMPAT_NUMERICS_OPS", None)  # the copies set their own recorders
     import tpu_compat  # pylint: disable=import-outside-toplevel
     tpu_compat.install(num_replicas=args.replicas)
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tpu_compat.runtime import numerics_ops  # pylint: disable=import-outside-toplevel
 
-    def under(tf32, build):
-        """Builds (and traces) with TF32 ``tf32``; its runs set the same switch first."""
+    def under(tf32, build, recorder=None):
+        """Builds (and traces) with TF32 ``tf32`` and ``recorder``; its runs set
+        the same switches first (and restart the recorder's count)."""
         tf.config.experimental.enable_tensor_float_32_execution(tf32)
-        run, graphs = build()
+        with recording(recorder):
+            run, graphs = build()
 
         def switched():
             tf.config.experimental.enable_tensor_float_32_execution(tf32)
-            return run()
+            if recorder is not None:
+                restart_count(recorder)
+            with recording(recorder):
+                return run()
         return switched, graphs
 
+    # The recorders are never written (their path is unused): checked below.
+    recorders = {"fit ops": numerics_ops.Recorder(middle(args.fit_steps), os.devnull),
+                 "fit marker": numerics_ops.Recorder(NEVER, os.devnull),
+                 "loop ops": numerics_ops.Recorder(middle(args.loop_steps), os.devnull),
+                 "loop marker": numerics_ops.Recorder(NEVER, os.devnull)}
     workloads = Workloads(tf, args)
-    fit_exact, fit_exact_fn = under(False, workloads.fit)
-    fit_tpu, fit_tpu_fn = under(True, workloads.fit)
-    variants = {"fit exact": fit_exact, "fit tpu": fit_tpu}
-    casts = {"fit exact": bfloat16_casts(_function_graphs(fit_exact_fn())),
-             "fit tpu": bfloat16_casts(_function_graphs(fit_tpu_fn()))}
-    loop_exact, loop_exact_graphs = under(False, workloads.loop)
-    loop_tpu, loop_tpu_graphs = under(True, workloads.loop)
-    variants.update({"loop exact": loop_exact, "loop tpu": loop_tpu})
-    casts["loop exact"] = bfloat16_casts(loop_exact_graphs())
-    casts["loop tpu"] = bfloat16_casts(loop_tpu_graphs())
+    variants, casts = {}, {}
+    for workload, build in (("fit", workloads.fit), ("loop", workloads.loop)):
+        for copy in ("exact", "tpu", "ops", "marker"):
+            name = f"{workload} {copy}"
+            variants[name], graphs = under(copy != "exact", build, recorders.get(name))
+            traced = graphs()
+            casts[name] = bfloat16_casts(
+                _function_graphs(traced) if workload == "fit" else traced)
     for name, count in casts.items():
-        if (count > 0) != name.endswith("tpu"):
+        if (count > 0) == name.endswith("exact"):
             raise SystemExit(f"bench_numerics: the {name} graph holds {count} casts to "
                              f"bfloat16: the comparison would not be what it says")
 
@@ -221,30 +283,85 @@ def main():
         order = list(variants) if repeat % 2 == 0 else list(reversed(list(variants)))
         for name in order:
             timings[name].append(variants[name]())
+    check_recorders(recorders, args.repeats)
     median = {name: statistics.median(values) for name, values in timings.items()}
     batch = 8 * args.replicas
-    fit_ratio = median["fit tpu"] / median["fit exact"]
-    loop_ratio = median["loop tpu"] / median["loop exact"]
+    steps = {"fit": args.fit_steps, "loop": args.loop_steps}
+    ratio = {}
+    for workload in steps:
+        ratio[f"{workload} tpu/exact"] = median[f"{workload} tpu"] / median[f"{workload} exact"]
+        ratio[f"{workload} ops/tpu"] = median[f"{workload} ops"] / median[f"{workload} tpu"]
+
+    def per_step_ms(workload, copy, base):
+        added = median[f"{workload} {copy}"] - median[f"{workload} {base}"]
+        return 1000 * added / steps[workload]
+
+    def rate(name):
+        return args.fit_steps * batch / median[name]
+
+    def per_100(name):
+        return 100 * median[name] / args.loop_steps
+
     print(f"replicas: {args.replicas}, global batch {batch}; (a) {args.fit_steps} fit steps, "
           f"steps_per_execution {args.steps_per_execution}; (b) {args.loop_steps} steps, "
-          f"steps_per_run {args.steps_per_run}; {args.repeats} interleaved repeats (median)")
-    print("| variant | exact | tpu | tpu / exact |\n|---|---|---|---|")
-    print(f"| (a) Keras fit, samples/s | {args.fit_steps * batch / median['fit exact']:,.0f} | "
-          f"{args.fit_steps * batch / median['fit tpu']:,.0f} | {fit_ratio:.2f} |")
-    print(f"| (b) steps_per_run loop, s / 100 steps | "
-          f"{100 * median['loop exact'] / args.loop_steps:.4f} | "
-          f"{100 * median['loop tpu'] / args.loop_steps:.4f} | {loop_ratio:.2f} |")
-    print(f"time ratios tpu/exact: fit {fit_ratio:.3f}, steps_per_run loop {loop_ratio:.3f} "
-          f"(goal <= {GOAL}); casts to bfloat16 in the traced graphs: {casts}")
+          f"steps_per_run {args.steps_per_run}; {args.repeats} interleaved repeats (median); "
+          f"recorded step: fit {middle(args.fit_steps)}, loop {middle(args.loop_steps)} "
+          f"of each timing")
+    print("| variant | exact | tpu | tpu / exact | tpu + ops (step in window) "
+          "| tpu + marker only | ops / tpu |\n|---|---|---|---|---|---|---|")
+    print(f"| (a) Keras fit, samples/s | {rate('fit exact'):,.0f} | {rate('fit tpu'):,.0f} | "
+          f"{ratio['fit tpu/exact']:.2f} | {rate('fit ops'):,.0f} | {rate('fit marker'):,.0f} | "
+          f"{ratio['fit ops/tpu']:.2f} |")
+    print(f"| (b) steps_per_run loop, s / 100 steps | {per_100('loop exact'):.4f} | "
+          f"{per_100('loop tpu'):.4f} | {ratio['loop tpu/exact']:.2f} | "
+          f"{per_100('loop ops'):.4f} | {per_100('loop marker'):.4f} | "
+          f"{ratio['loop ops/tpu']:.2f} |")
+    print(f"time ratios tpu/exact: fit {ratio['fit tpu/exact']:.3f}, steps_per_run loop "
+          f"{ratio['loop tpu/exact']:.3f} (goal <= {GOAL}); --ops-at-step recording over tpu: "
+          f"fit {ratio['fit ops/tpu']:.3f}, loop {ratio['loop ops/tpu']:.3f} "
+          f"(goal <= {OPS_GOAL}); the marker alone (steps away from the recorded one) adds "
+          f"{per_step_ms('fit', 'marker', 'tpu'):.3f} ms per fit step, "
+          f"{per_step_ms('loop', 'marker', 'tpu'):.3f} ms per loop step; "
+          f"casts to bfloat16 in the traced graphs: {casts}")
     _results.write(args.json, {
-        "fit_exact_samples_per_s": args.fit_steps * batch / median["fit exact"],
-        "fit_tpu_samples_per_s": args.fit_steps * batch / median["fit tpu"],
-        "fit_ratio": fit_ratio,
-        "loop_exact_s_per_100": 100 * median["loop exact"] / args.loop_steps,
-        "loop_tpu_s_per_100": 100 * median["loop tpu"] / args.loop_steps,
-        "loop_ratio": loop_ratio,
-    }, [_results.goal("(a) Keras fit time tpu/exact", fit_ratio, "<=", GOAL),
-        _results.goal("(b) steps_per_run loop time tpu/exact", loop_ratio, "<=", GOAL)])
+        "fit_exact_samples_per_s": rate("fit exact"),
+        "fit_tpu_samples_per_s": rate("fit tpu"),
+        "fit_ratio": ratio["fit tpu/exact"],
+        "fit_ops_samples_per_s": rate("fit ops"),
+        "fit_marker_samples_per_s": rate("fit marker"),
+        "fit_ops_ratio": ratio["fit ops/tpu"],
+        "fit_marker_ms_per_step": per_step_ms("fit", "marker", "tpu"),
+        "loop_exact_s_per_100": per_100("loop exact"),
+        "loop_tpu_s_per_100": per_100("loop tpu"),
+        "loop_ratio": ratio["loop tpu/exact"],
+        "loop_ops_s_per_100": per_100("loop ops"),
+        "loop_marker_s_per_100": per_100("loop marker"),
+        "loop_ops_ratio": ratio["loop ops/tpu"],
+        "loop_marker_ms_per_step": per_step_ms("loop", "marker", "tpu"),
+    }, [_results.goal("(a) Keras fit time tpu/exact", ratio["fit tpu/exact"], "<=", GOAL),
+        _results.goal("(b) steps_per_run loop time tpu/exact", ratio["loop tpu/exact"],
+                      "<=", GOAL),
+        _results.goal("(a) Keras fit time with --ops-at-step recording / tpu",
+                      ratio["fit ops/tpu"], "<=", OPS_GOAL),
+        _results.goal("(b) steps_per_run loop time with --ops-at-step recording / tpu",
+                      ratio["loop ops/tpu"], "<=", OPS_GOAL)])
+
+
+def check_recorders(recorders, repeats):
+    """The "ops" copies recorded their step in every timing; the markers none."""
+    for name, recorder in recorders.items():
+        report = recorder.report()
+        if not report["steps_run"]:
+            raise SystemExit(f"bench_numerics: the {name} copy counted no step: its "
+                             f"recording is not what the benchmark says")
+        executions = [row["executions"] for row in report["ops"]]
+        if name.endswith("marker") and executions:
+            raise SystemExit(f"bench_numerics: the {name} copy recorded {len(executions)} ops "
+                             f"at a step no run reaches")
+        if name.endswith("ops") and (not executions or min(executions) < repeats):
+            raise SystemExit(f"bench_numerics: the {name} copy recorded step {recorder.step} "
+                             f"{min(executions, default=0)} times, not in each of the "
+                             f"{repeats} timings")
 
 
 def _function_graphs(function):

@@ -183,14 +183,24 @@ BENCHMARKS = (
         prose=(Prose(r"`tpu-compat run` takes ([\d.]+) times", "ratio_run_python"),)),
     Benchmark(
         "numerics", "--numerics tpu",
-        full=(), smoke=TINY_8 + ("--fit-steps", "10", "--loop-steps", "10",
+        full=("--repeats", "5"), smoke=TINY_8 + ("--fit-steps", "10", "--loop-steps", "10",
                                  "--steps-per-execution", "5", "--steps-per-run", "5",
                                  "--repeats", "1"),
         timeout=1800,
         cells={"(a) ": ("fit_exact_samples_per_s", "fit_tpu_samples_per_s", "fit_ratio"),
-               "(b) ": ("loop_exact_s_per_100", "loop_tpu_s_per_100", "loop_ratio")},
+               "(b) ": ("loop_exact_s_per_100", "loop_tpu_s_per_100", "loop_ratio"),
+               # numerics-diff --ops-at-step's recording over tpu alone
+               "(a2) ": ("fit_tpu_samples_per_s", "fit_ops_samples_per_s",
+                         "fit_marker_samples_per_s", "fit_ops_ratio"),
+               "(b2) ": ("loop_tpu_s_per_100", "loop_ops_s_per_100",
+                         "loop_marker_s_per_100", "loop_ops_ratio")},
         prose=(Prose(r"Keras\s+fit:\s+\*\*([\d.]+)x\*\*", "fit_ratio"),
-               Prose(r"steps_per_run\s+loop:\s+\*\*([\d.]+)x\*\*", "loop_ratio"))),
+               Prose(r"steps_per_run\s+loop:\s+\*\*([\d.]+)x\*\*", "loop_ratio"),
+               Prose(r"recording\s+costs\s+\*\*([\d.]+)x\*\*\s+in\s+the\s+fit", "fit_ops_ratio"),
+               Prose(r"and\s+\*\*([\d.]+)x\*\*\s+in\s+the\s+loop", "loop_ops_ratio"),
+               Prose(r"marker's\s+host\s+call\s+adds\s+(-?[\d.]+)\s+ms\s+per\s+fit\s+step",
+                     "fit_marker_ms_per_step"),
+               Prose(r"and\s+(-?[\d.]+)\s+ms\s+per\s+loop\s+step", "loop_marker_ms_per_step"))),
 )
 
 BY_NAME = {b.name: b for b in BENCHMARKS}
