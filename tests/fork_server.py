@@ -44,6 +44,11 @@ import threading
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWITCH_VAR = "TPU_COMPAT_TEST_FORK_SERVER"
 STARTUP_TIMEOUT_SECONDS = 300.0
+# Spelled here rather than taken from tpu_compat.settings.LEGACY_KERAS_VAR: the
+# server runs this file, and importing tpu_compat in it before TensorFlow
+# would leave tpu_compat modules in every forked child, which a fresh
+# `python -m tpu_compat` process does not start with. test_fork_server.py
+# checks that the two spellings agree.
 LEGACY_KERAS_VAR = "TF_USE_LEGACY_KERAS"
 
 # Read when the interpreter starts or TensorFlow (NumPy, OpenBLAS, oneDNN) is

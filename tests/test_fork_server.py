@@ -102,3 +102,10 @@ def test_runs_that_depend_on_how_a_process_starts_go_fresh(args, overrides, expe
     env = conftest.subprocess_env()
     server_env = fork_server.server_environment(env)
     assert fork_server.forkable(args, {**env, **overrides}, server_env) is expected
+
+
+def test_the_server_spells_the_legacy_keras_variable_as_the_runner_does():
+    # fork_server.py cannot import tpu_compat (see its comment), so it spells
+    # the variable itself; a rename in settings.py must reach it too.
+    from tpu_compat import settings
+    assert fork_server.LEGACY_KERAS_VAR == settings.LEGACY_KERAS_VAR
