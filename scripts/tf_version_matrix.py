@@ -342,30 +342,39 @@ def supported(results):
 def claims(results):
     """What setup.cfg claims, per Python: [(python, (tf_low, tf_high)), ...], oldest first.
 
-    The rectangle of :func:`supported`, then each consecutive Python beyond it
-    (newer, then older) that proves a newest part of the rectangle's TF range:
-    the longest run of its TF minors ending at the rectangle's newest in which
-    every cell passed or has no wheel, one at least passing. A Python with
-    none ends the walk that way. setup.cfg says the rows with environment
-    markers on the extras (:func:`extra_requirements`) where they differ.
+    Each Python claims its own TF range, because the extras carry a
+    python_version marker per range (:func:`extra_requirements`): the longest
+    run of consecutive TF minors ending at the newest minor of the rectangle of
+    :func:`supported` in which every cell passed or has no wheel, from its
+    oldest pass. So a Python that proved more than the rectangle (3.11 with TF
+    2.15 to 2.21 beside a 3.10-3.13 x 2.20-2.21 rectangle) keeps all of it.
+    The Pythons claimed are the rectangle's, then each consecutive Python beyond
+    it (newer, then older) that has such a run; one without ends the walk that
+    way, since python_requires is one range.
     """
     claim = supported(results)
     if claim is None:
         return []
-    (p_low, p_high), (t_low, t_high) = claim
+    (p_low, p_high), (_, t_high) = claim
     pythons = sorted({p for p, _ in results}, key=_minor_key)
-    tfs = [t for t in sorted({t for _, t in results}, key=_minor_key)
-           if _minor_key(t_low) <= _minor_key(t) <= _minor_key(t_high)]
-    rows = {p: (t_low, t_high) for p in pythons
-            if _minor_key(p_low) <= _minor_key(p) <= _minor_key(p_high)}
+    # Every minor from the oldest run up to t_high: a minor no cell ran is
+    # "not run" for each Python and ends its run there.
+    tfs = [min((t for _, t in results), key=_minor_key)]
+    while _minor_key(tfs[-1]) < _minor_key(t_high):
+        tfs.append(_next_minor(tfs[-1]))
 
     def newest_run(python):
-        for start in range(len(tfs)):
-            status = [results.get((python, t), {}).get("result", "not run") for t in tfs[start:]]
-            if all(s in ("pass", NO_WHEEL) for s in status) and "pass" in status:
-                return tfs[start], t_high
-        return None
+        oldest_pass = None
+        for tf in reversed(tfs):
+            status = results.get((python, tf), {}).get("result", "not run")
+            if status not in ("pass", NO_WHEEL):
+                break
+            if status == "pass":
+                oldest_pass = tf
+        return (oldest_pass, t_high) if oldest_pass else None
 
+    rows = {p: newest_run(p) for p in pythons
+            if _minor_key(p_low) <= _minor_key(p) <= _minor_key(p_high)}
     for step in (_next_minor, _previous_minor):
         python = step(p_high if step is _next_minor else p_low)
         while python in pythons and newest_run(python):

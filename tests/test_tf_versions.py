@@ -170,16 +170,42 @@ def test_claims_add_the_newest_tf_range_each_further_python_proved(matrix):
                      ("3.10", "2.20"): "pass", ("3.10", "2.21"): "pass",
                      ("3.11", "2.19"): "pass", ("3.10", "2.19"): "fail"})
     assert matrix.supported(results) == (("3.10", "3.11"), ("2.20", "2.21"))
-    assert matrix.claims(results) == [("3.10", ("2.20", "2.21")), ("3.11", ("2.20", "2.21")),
+    # 3.11 proved 2.19 as well, outside the rectangle: its own marker keeps it.
+    assert matrix.claims(results) == [("3.10", ("2.20", "2.21")), ("3.11", ("2.19", "2.21")),
                                       ("3.12", ("2.21", "2.21"))]
     assert matrix.extra_requirements(results, "tf-keras") == [
-        'tf-keras>=2.20,<2.22; python_version<"3.12"',
+        'tf-keras>=2.20,<2.22; python_version<"3.11"',
+        'tf-keras>=2.19,<2.22; python_version>="3.11" and python_version<"3.12"',
         'tf-keras>=2.21,<2.22; python_version>="3.12"']
     # A failed cell of a further Python is never claimed, nor a Python past it.
     results[("3.12", "2.21")] = {"result": "fail"}
     results[("3.13", "2.21")] = {"result": "pass"}
     assert [python for python, _ in matrix.claims(results)] == ["3.10", "3.11"]
-    assert matrix.extra_requirements(results, "tensorflow") == ["tensorflow>=2.20,<2.22"]
+    assert matrix.extra_requirements(results, "tensorflow") == [
+        'tensorflow>=2.20,<2.22; python_version<"3.11"',
+        'tensorflow>=2.19,<2.22; python_version>="3.11"']
+
+
+def test_a_python_keeps_its_longer_range_beside_a_wider_rectangle(matrix):
+    # The grid of 2026-11-27: 3.10-3.13 x 2.20-2.21 passed (8 cells), which
+    # beats 3.11 x 2.15-2.21 (7) as the rectangle; 3.11 still claims 2.15 on.
+    # A run starts at its oldest pass (3.12 has no 2.15 wheel) and ends at a
+    # cell not run, failed or at a minor no cell ran.
+    results = {}
+    for tf in ("2.15", "2.16", "2.17", "2.18", "2.19", "2.20", "2.21"):
+        results[("3.11", tf)] = {"result": "pass"}
+    for python in ("3.10", "3.12", "3.13"):
+        for tf in ("2.20", "2.21"):
+            results[(python, tf)] = {"result": "pass"}
+    results[("3.12", "2.15")] = {"result": "no wheel"}
+    results[("3.12", "2.16")] = {"result": "pass"}
+    results[("3.10", "2.19")] = {"result": "fail"}
+    assert matrix.supported(results) == (("3.10", "3.13"), ("2.20", "2.21"))
+    assert matrix.claims(results) == [("3.10", ("2.20", "2.21")), ("3.11", ("2.15", "2.21")),
+                                      ("3.12", ("2.20", "2.21")), ("3.13", ("2.20", "2.21"))]
+    for tf in ("2.17", "2.18", "2.19"):
+        results[("3.12", tf)] = {"result": "pass"}
+    assert dict(matrix.claims(results))["3.12"] == ("2.16", "2.21")
 
 
 def test_supported_is_the_largest_rectangle_of_passes(matrix):
