@@ -468,12 +468,17 @@ def render_markdown(results):
         said = "; ".join(f"Python **{python}** with TensorFlow **{low} to {high}**"
                          if low != high else f"Python **{python}** with TensorFlow **{low}**"
                          for python, (low, high) in rows)
+        claimed = dict(rows)
+        outside = [key for key, entry in results.items() if entry.get("result") == "pass" and
+                   not (key[0] in claimed and _minor_key(claimed[key[0]][0]) <= _minor_key(key[1])
+                        <= _minor_key(claimed[key[0]][1]))]
         lines += [f"Proven: {said}; every cell with a wheel passing. setup.cfg says "
                   f"exactly this: `python_requires = >={rows[0][0]},<"
                   f"{_next_minor(rows[-1][0])}` and, in the extras, "
                   + ", ".join(f"`{line}`" for line in extra_requirements(results, "tensorflow"))
-                  + ". Passing cells outside these ranges are proven too, but setup.cfg "
-                  "cannot say so without also claiming cells that were not run or failed.",
+                  + "." + (" Passing cells outside these ranges are proven too, but setup.cfg "
+                           "cannot say so without also claiming cells that were not run or "
+                           "failed." if outside else ""),
                   ""]
     tfs = sorted({t for _, t in results}, key=_minor_key)
     pythons = sorted({p for p, _ in results} | set(PYTHONS), key=_minor_key)

@@ -18,8 +18,7 @@ from packaging.version import InvalidVersion, Version
 # (docs/tf_versions.md, its claims()); setup.cfg's python_requires and its
 # `tensorflow` and `keras2` extras (with python_version markers where the
 # ranges differ) say the same; tests/test_tf_versions.py keeps them in agreement.
-PROVEN_TF_RANGES = {"3.10": ("2.21", "2.21"), "3.11": ("2.15", "2.21"), "3.12": ("2.21", "2.21"),
-                     "3.13": ("2.21", "2.21")}
+PROVEN_TF_RANGES = {"3.10": ("2.15", "2.21"), "3.11": ("2.15", "2.21"), "3.12": ("2.16", "2.21"), "3.13": ("2.20", "2.21")}
 
 PYTHON = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
