@@ -357,8 +357,8 @@ def claims(results):
         return []
     (p_low, p_high), (_, t_high) = claim
     pythons = sorted({p for p, _ in results}, key=_minor_key)
-    # Every minor from the oldest run up to t_high: a minor no cell ran is
-    # "not run" for each Python and ends its run there.
+    # Every minor from the oldest any cell ran up to t_high: a minor no cell
+    # ran is "not run" for each Python and ends its run there.
     tfs = [min((t for _, t in results), key=_minor_key)]
     while _minor_key(tfs[-1]) < _minor_key(t_high):
         tfs.append(_next_minor(tfs[-1]))
@@ -469,9 +469,10 @@ def render_markdown(results):
                          if low != high else f"Python **{python}** with TensorFlow **{low}**"
                          for python, (low, high) in rows)
         claimed = dict(rows)
-        outside = [key for key, entry in results.items() if entry.get("result") == "pass" and
-                   not (key[0] in claimed and _minor_key(claimed[key[0]][0]) <= _minor_key(key[1])
-                        <= _minor_key(claimed[key[0]][1]))]
+        outside = any(entry.get("result") == "pass" and not (
+            python in claimed and
+            _minor_key(claimed[python][0]) <= _minor_key(tf) <= _minor_key(claimed[python][1]))
+            for (python, tf), entry in results.items())
         lines += [f"Proven: {said}; every cell with a wheel passing. setup.cfg says "
                   f"exactly this: `python_requires = >={rows[0][0]},<"
                   f"{_next_minor(rows[-1][0])}` and, in the extras, "
