@@ -12,6 +12,7 @@ import ast
 import atexit
 import fnmatch
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -32,6 +33,15 @@ os.environ.setdefault("TPU_COMPAT_NUM_REPLICAS", "8")
 for _var in ("TPU_NAME", "KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_CONFIG",
              "TPU_COMPAT_BACKEND", "TPU_COMPAT_WARNINGS"):
     os.environ.pop(_var, None)
+
+# A shell script that starts the suite with `&` (no job control) starts it with
+# SIGINT ignored, and every program a test starts inherits that: a run then
+# never sees the Ctrl-C the interrupt tests send (test_pod_faults.py) and
+# `_InterruptWatch` rightly leaves an ignored SIGINT alone (test_pod_cli.py).
+# Python installs its KeyboardInterrupt handler only where SIGINT starts at its
+# default, so give the suite's processes the disposition a terminal gives them.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # -- requires_tf: the TF-free lane ------------------------------------------------
