@@ -83,11 +83,16 @@ class _Chief:
     """
 
     def __init__(self, *script_args, env=None):
+        # The workers may take START_TIMEOUT to come up: a side-by-side run
+        # (load 5) took over the default 60 s for one worker's TF import. The
+        # faults below are found by the health checks (5 s, capped by half the
+        # pod timeout, so unchanged) and by the workers' exits, not by it.
+        env = {"TPU_COMPAT_POD_TIMEOUT": str(START_TIMEOUT), **(env or {})}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tpu_compat", "run", "--hosts", "2", "--replicas", "4",
              LONG_TRAINING, *script_args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=subprocess_env(**(env or {})), cwd=REPO_ROOT)
+            env=subprocess_env(**env), cwd=REPO_ROOT)
         self.lines = []
         self._stdout = queue.Queue()  # its lines, then None at the end of the stream
         self._stderr = []
