@@ -9,6 +9,7 @@ handling of pod errors. The multi-process faults are in test_pod_faults.py.
 import io
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -376,3 +377,16 @@ def test_after_a_fault_native_stderr_goes_to_the_log_and_python_output_stays():
     assert result.returncode == 0, result.stderr
     assert result.stderr == ("own SIGTERM handler kept: True\n"
                              "the program's own line\n")
+
+
+def test_a_suite_started_with_sigint_ignored_gives_its_programs_their_ctrl_c():
+    # A CI script's `pytest &` without job control starts the suite with SIGINT
+    # ignored, which every program a test starts would inherit (conftest.py).
+    test = "tests/test_pod_cli.py::test_after_a_fault_native_stderr_goes_to_the_log_and_python_output_stays"
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", test],
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        capture_output=True, text=True, env=subprocess_env(), timeout=300,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "1 passed" in result.stdout
