@@ -19,7 +19,7 @@ import types
 
 import pytest
 
-from conftest import assert_one_error_line, run_cli, subprocess_env
+from conftest import REPO_ROOT, assert_one_error_line, run_cli, subprocess_env
 from tpu_compat import _config, _pytest_child, pytest_marker, runner, settings
 from tpu_compat.commands import doctor
 from tpu_compat.pod import config as pod_config
@@ -382,11 +382,12 @@ def test_after_a_fault_native_stderr_goes_to_the_log_and_python_output_stays():
 def test_a_suite_started_with_sigint_ignored_gives_its_programs_their_ctrl_c():
     # A CI script's `pytest &` without job control starts the suite with SIGINT
     # ignored, which every program a test starts would inherit (conftest.py).
-    test = "tests/test_pod_cli.py::test_after_a_fault_native_stderr_goes_to_the_log_and_python_output_stays"
+    test = ("tests/test_pod_cli.py::"
+            + test_after_a_fault_native_stderr_goes_to_the_log_and_python_output_stays.__name__)
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", test],
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
         capture_output=True, text=True, env=subprocess_env(), timeout=300,
-        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        cwd=REPO_ROOT)
     assert result.returncode == 0, result.stdout[-3000:]
     assert "1 passed" in result.stdout
