@@ -7,7 +7,9 @@ device (tf_keras, no strategy) on the same global batches, at rtol 1e-5:
 * keras_tpu_iris.py, the TF 1.12 Iris Colab: compiled before the conversion with a
   ``tf.train`` optimizer, ``fit(x, y, batch_size=GLOBAL, validation_split=...)``,
   ``evaluate``, ``predict``, ``sync_to_cpu``; the global batch does not change with
-  the core count, so every count gives the reference's numbers.
+  the core count, so every count gives the reference's numbers. It seeds its
+  initialization: some unseeded draws put a weight where Adam's first step turns
+  float32 summation order into more than 1e-5 (the program's comment says which).
 * keras_tpu_template.py, the AI Platform TPU template: argparse flags, compiled after
   the conversion with ``SGD(lr=)``, ``fit(input_fn, steps_per_epoch, validation_data=
   input_fn, validation_steps)``: each core pulls its own batch, so the reference fits
