@@ -53,6 +53,14 @@ def test_base_install_requires_no_tensorflow():
     assert {r.name for r in base} == {"libcst", "packaging", "tomli"}
 
 
+def test_the_license_is_one_spdx_field_without_a_classifier():
+    # setuptools 77+ prints a 12-line deprecation warning on every install,
+    # editable ones included, when a License classifier is present.
+    metadata = _setup_cfg()["metadata"]
+    assert metadata["license"] == "Apache-2.0"
+    assert not [c for c in metadata["classifiers"].splitlines() if c.strip().startswith("License ::")]
+
+
 @pytest.mark.parametrize("python", ["3.10", "3.11", "3.12", "3.13"])
 def test_base_install_brings_a_toml_reader_on_every_python(python):
     # regress/sidecar.py reads TOML with tomllib (Python 3.11+), else tomli:
