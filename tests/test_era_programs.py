@@ -8,13 +8,16 @@ in-process tests check that ``uninstall()`` undoes every change.
 """
 
 import builtins
+import pathlib
+import re
+import sys
 import warnings
 
 import numpy as np
 import pytest
 
 import tpu_compat
-from conftest import check_ok, lazy_runs, parse_numbers, run_scenario
+from conftest import SCENARIOS, check_ok, lazy_runs, parse_numbers, run_scenario
 
 pytestmark = pytest.mark.requires_tf
 
@@ -85,6 +88,53 @@ def test_tf23_loss_scale_optimizer_schedules_and_missing_names(keras_runs):
     assert numbers["lso_fixed"] == 128 and numbers["lso_fixed_dynamic"] == 0
     assert numbers["schedule_diff"] == 0
     assert numbers["peephole_error"] == 1
+
+
+def test_import_statements_reach_the_era_names():
+    # TF 2.16+ loads `tensorflow.keras.X` named in an import statement as a
+    # second copy of tf_keras's API module; runtime/keras_era.py serves the
+    # patched one under that name, as TF 2.1-2.3 had one module.
+    numbers = parse_numbers(check_ok(run_scenario("keras_era_imports.py", 8)).stdout)
+    for flag in ("from_import_is_the_attribute", "names_are_the_attributes",
+                 "module_import_is_the_attribute", "keras_experimental_names",
+                 "one_mixed_precision_module", "policy_in_force",
+                 "names_served_before_uninstall", "names_gone_after_uninstall",
+                 "stock_copy_is_another_module", "copy_gets_the_names",
+                 "copy_names_gone_after_uninstall"):
+        assert numbers[flag] == 1, flag
+
+
+def test_kaggle_flowers_custom_loop_runs_unchanged(tmp_path):
+    """The Kaggle TPU notebooks' program: TPU detection with a fallback, mixed
+    precision by ``from tensorflow.keras.mixed_precision import experimental``,
+    XLA switched on, TFRecords read out of order, and STEPS_PER_TPU_CALL steps of
+    ``experimental_run_v2`` per ``tf.function`` call."""
+    run = check_ok(run_scenario("kaggle_flowers_ctl.py", 8, "--data_dir", str(tmp_path / "data")))
+    numbers = parse_numbers(run.stdout)
+    assert numbers["replicas"] == 8
+    # 192 images in global batches of 4 x 8: 6 steps an epoch, 3 per host call.
+    assert numbers["steps_per_epoch"] == 6
+    assert numbers["host_calls"] == 6 and numbers["optimizer_iterations"] == 18
+    # mixed_bfloat16 in force; the float32 softmax layer the notebooks ended with.
+    assert numbers["compute_is_bfloat16"] == 1
+    assert numbers["variables_are_float32"] == 1 and numbers["output_is_float32"] == 1
+    # The learning rate the loop assigned after the third epoch: 0.002 * 8 * 0.8 ** 3.
+    assert numbers["learning_rate"] == pytest.approx(0.016 * 0.8 ** 3, rel=1e-6)
+    for epoch in range(3):
+        assert 0 < numbers[f"epoch_{epoch}_loss"] < 10
+        assert 0 <= numbers[f"epoch_{epoch}_accuracy"] <= 1
+        assert 0 <= numbers[f"epoch_{epoch}_val_accuracy"] <= 1
+    source = pathlib.Path(SCENARIOS, "kaggle_flowers_ctl.py").read_text().splitlines()
+    warned = {}
+    for line in run.stderr.splitlines():
+        match = re.match(r".*kaggle_flowers_ctl\.py:(\d+): TPUCompatDeprecationWarning: .*\[(TPC\d+)\]$",
+                         line)
+        if match:
+            warned.setdefault(match.group(2), []).append(source[int(match.group(1)) - 1].strip())
+    assert warned["TPC005"] == ["strategy = tf.distribute.experimental.TPUStrategy(tpu)"]
+    assert warned["TPC022"] == ["mixed_precision.set_policy(policy)"]
+    assert len(warned["TPC001"]) == 2
+    assert all("strategy.experimental_run_v2(" in line for line in warned["TPC001"])
 
 
 # -- item 4: TF 1.15 graph-mode Keras in a custom loop under the compat.v1 strategy
@@ -167,7 +217,9 @@ def test_uninstall_undoes_every_change(tpu8):
               tf.config.experimental_connect_to_host,
               vars(mirrored_strategy.MirroredStrategy)["__init__"],
               vars(base_metric.Metric)["add_weight"],
-              set(vars(tf_keras.experimental)), set(vars(tf_keras.mixed_precision)))
+              set(vars(tf_keras.experimental)), set(vars(tf_keras.mixed_precision)),
+              {name: id(module) for name, module in sys.modules.items()
+               if name.startswith("tensorflow.keras")})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with tpu_compat.install():
@@ -183,11 +235,12 @@ def test_uninstall_undoes_every_change(tpu8):
              tf.config.experimental_connect_to_host,
              vars(mirrored_strategy.MirroredStrategy)["__init__"],
              vars(base_metric.Metric)["add_weight"],
-             set(vars(tf_keras.experimental)), set(vars(tf_keras.mixed_precision)))
+             set(vars(tf_keras.experimental)), set(vars(tf_keras.mixed_precision)),
+             {name: id(module) for name, module in sys.modules.items()
+              if name.startswith("tensorflow.keras")})
     assert after == before
     assert tf.config.list_logical_devices("TPU") == []
     # TensorFlow's own imports of tensorflow.python.keras were never redirected.
-    import sys
     assert sys.modules["tensorflow.python.keras"].__file__.startswith(
         tf.__file__.rsplit("/", 1)[0])
 

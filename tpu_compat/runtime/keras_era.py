@@ -32,7 +32,7 @@ import sys
 
 import tensorflow as tf
 
-from tpu_compat.runtime import hooks
+from tpu_compat.runtime import hooks, keras_submodule_imports
 
 __all__ = [
     "CosineDecay",
@@ -338,6 +338,20 @@ def _mixed_precision_experimental_module():
 # tf_keras's public API modules that TF 2.0-2.3 programs reach as tf.keras.*
 _API_ROOTS = ("tf_keras", "tf_keras.api._v2.keras", "tf_keras.api._v1.keras")
 
+# ``tensorflow.keras`` as import statements name it (``from
+# tensorflow.keras.mixed_precision import experimental``, the Kaggle TPU
+# notebooks' spelling) -> the tf_keras API root it stands for; see
+# runtime/keras_submodule_imports.py.
+_IMPORT_STATEMENT_ROOTS = {"tensorflow.keras": "tf_keras.api._v2.keras"}
+
+
+def _add_era_names(state, mixed_precision, experimental):
+    state.add(mixed_precision, "experimental", MIXED_PRECISION_EXPERIMENTAL)
+    state.add(experimental, "export_saved_model", export_saved_model)
+    state.add(experimental, "load_from_saved_model", load_from_saved_model)
+    for name in _SCHEDULE_NAMES + _WITHOUT_EQUIVALENT:
+        state.add(experimental, name, globals()[name])
+
 
 def patch_tf_keras(state):
     """Adds the TF 2.0-2.3 names to tf_keras's API modules through ``state``."""
@@ -347,11 +361,13 @@ def patch_tf_keras(state):
             experimental = importlib.import_module(root + ".experimental")
         except ImportError:
             continue
-        state.add(mixed_precision, "experimental", MIXED_PRECISION_EXPERIMENTAL)
-        state.add(experimental, "export_saved_model", export_saved_model)
-        state.add(experimental, "load_from_saved_model", load_from_saved_model)
-        for name in _SCHEDULE_NAMES + _WITHOUT_EQUIVALENT:
-            state.add(experimental, name, globals()[name])
+        _add_era_names(state, mixed_precision, experimental)
+    for public, root in _IMPORT_STATEMENT_ROOTS.items():
+        copies = keras_submodule_imports.serve(
+            state, public, root, ("mixed_precision", "experimental"),
+            {"mixed_precision.experimental": MIXED_PRECISION_EXPERIMENTAL})
+        if copies:
+            _add_era_names(state, *copies)
 
 
 hooks.instrument_module(__name__)  # the table's hooks on this module (legacy_api)
