@@ -162,6 +162,11 @@ SLOW_IN_CI = (
     # 1 and 2 hosts of the TF 1.13-1.15 session idiom; test_pod_devices and the
     # pod fault tests keep a pod's sessions in CI.
     "tests/test_pod_session_idiom.py::*",
+    # The pod benchmark's smoke run: the heaviest of them (the emulated pod's
+    # chief and worker and native MultiWorkerMirroredStrategy's workers, each a
+    # TensorFlow process; about 58 s of CPU). The other benchmarks' smoke runs
+    # stay in CI, and the pod tests keep the pod itself there.
+    "tests/test_benchmarks_smoke.py::test_benchmark_smoke_run_exits_0_with_its_figures[[]pod[]]",
 )
 
 
