@@ -12,6 +12,7 @@ import ast
 import atexit
 import fnmatch
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -261,6 +262,21 @@ def parse_numbers(stdout):
         except ValueError:
             continue
     return numbers
+
+
+def warned_source_lines(stderr, scenario, rules=r"TPC\d+"):
+    """``{rule: [stripped source line, ...]}`` of the legacy-API warnings a run of
+    tests/scenarios/SCENARIO printed at its own lines, for rules matching ``rules``."""
+    with open(os.path.join(SCENARIOS, scenario), encoding="utf-8") as f:
+        source = f.read().splitlines()
+    pattern = re.compile(rf".*{re.escape(scenario)}:(\d+): TPUCompatDeprecationWarning: "
+                         rf".*\[({rules})\]$")
+    warned = {}
+    for line in stderr.splitlines():
+        match = pattern.match(line)
+        if match:
+            warned.setdefault(match.group(2), []).append(source[int(match.group(1)) - 1].strip())
+    return warned
 
 
 def check_ok(result):

@@ -8,8 +8,6 @@ in-process tests check that ``uninstall()`` undoes every change.
 """
 
 import builtins
-import pathlib
-import re
 import sys
 import warnings
 
@@ -17,7 +15,7 @@ import numpy as np
 import pytest
 
 import tpu_compat
-from conftest import SCENARIOS, check_ok, lazy_runs, parse_numbers, run_scenario
+from conftest import check_ok, lazy_runs, parse_numbers, run_scenario, warned_source_lines
 
 pytestmark = pytest.mark.requires_tf
 
@@ -92,8 +90,8 @@ def test_tf23_loss_scale_optimizer_schedules_and_missing_names(keras_runs):
 
 def test_import_statements_reach_the_era_names():
     # TF 2.16+ loads `tensorflow.keras.X` named in an import statement as a
-    # second copy of tf_keras's API module; runtime/keras_era.py serves the
-    # patched one under that name, as TF 2.1-2.3 had one module.
+    # second copy of tf_keras's API module; runtime/keras_submodule_imports.py
+    # serves the patched one under that name, as TF 2.1-2.3 had one module.
     numbers = parse_numbers(check_ok(run_scenario("keras_era_imports.py", 8)).stdout)
     for flag in ("from_import_is_the_attribute", "names_are_the_attributes",
                  "module_import_is_the_attribute", "keras_experimental_names",
@@ -124,13 +122,7 @@ def test_kaggle_flowers_custom_loop_runs_unchanged(tmp_path):
         assert 0 < numbers[f"epoch_{epoch}_loss"] < 10
         assert 0 <= numbers[f"epoch_{epoch}_accuracy"] <= 1
         assert 0 <= numbers[f"epoch_{epoch}_val_accuracy"] <= 1
-    source = pathlib.Path(SCENARIOS, "kaggle_flowers_ctl.py").read_text().splitlines()
-    warned = {}
-    for line in run.stderr.splitlines():
-        match = re.match(r".*kaggle_flowers_ctl\.py:(\d+): TPUCompatDeprecationWarning: .*\[(TPC\d+)\]$",
-                         line)
-        if match:
-            warned.setdefault(match.group(2), []).append(source[int(match.group(1)) - 1].strip())
+    warned = warned_source_lines(run.stderr, "kaggle_flowers_ctl.py")
     assert warned["TPC005"] == ["strategy = tf.distribute.experimental.TPUStrategy(tpu)"]
     assert warned["TPC022"] == ["mixed_precision.set_policy(policy)"]
     assert len(warned["TPC001"]) == 2

@@ -18,12 +18,11 @@ device (tf_keras, no strategy) on the same global batches, at rtol 1e-5:
 """
 import json
 import pathlib
-import re
 
 import numpy as np
 import pytest
 
-from conftest import check_ok, lazy_runs, run_cli, run_scenario
+from conftest import check_ok, lazy_runs, run_cli, run_scenario, warned_source_lines
 
 pytestmark = pytest.mark.requires_tf
 
@@ -106,17 +105,11 @@ def test_template_input_fn_fit_matches_one_device(replicas, tmp_path):
 
 def test_each_use_warns_once_at_the_programs_line(iris_runs):
     result = iris_runs[8]  # the run the fit test checks
-    source = (REPO_ROOT / "tests" / "scenarios" / "keras_tpu_iris.py").read_text().splitlines()
-    warned = {}
-    for line in result.stderr.splitlines():
-        match = re.match(r".*keras_tpu_iris\.py:(\d+): TPUCompatDeprecationWarning: .*\[(TPC16\d)\]$", line)
-        if match:
-            warned.setdefault(match.group(2), []).append(int(match.group(1)))
+    warned = warned_source_lines(result.stderr, "keras_tpu_iris.py", rules=r"TPC16\d")
     assert sorted(warned) == ["TPC160", "TPC161", "TPC162"]
-    assert [source[n - 1].strip() for n in warned["TPC160"]] == [
-        "tpu_model = tf.contrib.tpu.keras_to_tpu_model("]
-    assert "tf.contrib.tpu.TPUDistributionStrategy(" in source[warned["TPC161"][0] - 1]
-    assert "tpu_model.sync_to_cpu()" in source[warned["TPC162"][0] - 1]
+    assert warned["TPC160"] == ["tpu_model = tf.contrib.tpu.keras_to_tpu_model("]
+    assert "tf.contrib.tpu.TPUDistributionStrategy(" in warned["TPC161"][0]
+    assert "tpu_model.sync_to_cpu()" in warned["TPC162"][0]
 
 
 def test_scan_reports_the_keras_tpu_api():
