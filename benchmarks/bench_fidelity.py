@@ -6,7 +6,7 @@ extended.experimental_run_steps_on_iterator, eager as TF 2.21 runs it -- from
 scratch, 100 steps (one host call, so the step is traced once), with
 TPU_COMPAT_FIDELITY=cpu and =tpu, interleaved, and reports the medians, the
 overhead of tpu as a % of the whole cpu run, and the check's own time
-(fidelity.check_ops, timed in place). Not a test: the machine is noisy.
+(compile_checks.check_ops, timed in place). Not a test: the machine is noisy.
 
 usage: python benchmarks/bench_fidelity.py [--replicas 8] [--repeats 5] [--steps-per-run 100]
                                           [--json PATH]
@@ -22,10 +22,10 @@ import bench_steps_per_run as bench  # noqa: E402
 import _results  # noqa: E402
 
 from tpu_compat import settings  # noqa: E402
-from tpu_compat.runtime import fidelity  # noqa: E402
+from tpu_compat.fidelity import compile_checks  # noqa: E402
 
 check_seconds = []
-_check_ops = fidelity.check_ops
+_check_ops = compile_checks.check_ops
 
 
 def timed_check_ops(op_list, graph):
@@ -36,7 +36,7 @@ def timed_check_ops(op_list, graph):
         check_seconds.append(time.perf_counter() - start)
 
 
-fidelity.check_ops = timed_check_ops  # module attribute: emulated.py calls it so
+compile_checks.check_ops = timed_check_ops  # module attribute: emulated.py calls it so
 
 # Each run builds a new input iterator. TF 2.21 can take minutes to destroy one
 # under load (gdb: RootDataset::Iterator's destructor waiting in

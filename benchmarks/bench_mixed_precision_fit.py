@@ -4,7 +4,7 @@ Two models, identical but for how the bfloat16 policy was set when they were
 built, trained by fit() on the same emulated TPU strategy in one process:
 
   (a) TF 2.1-2.3: tf.keras.mixed_precision.experimental.set_policy(
-      Policy('mixed_bfloat16'))  (tpu_compat's keras_era)
+      Policy('mixed_bfloat16'))  (tpu_compat's keras/era.py)
   (b) modern tf_keras: tf.keras.mixed_precision.set_global_policy('mixed_bfloat16')
 
 A 64-256-256-8 MLP (relu, float32 softmax output), SGD, global batch 256.

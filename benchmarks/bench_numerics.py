@@ -12,7 +12,7 @@ installed with TPU_COMPAT_NUMERICS=tpu, two workloads, each built twice:
       multi-step loop once)
 
 Each workload's "exact" copy is traced with TensorFloat-32 turned off, the
-program's own switch: tpu_compat then rounds nothing (runtime/numerics.py,
+program's own switch: tpu_compat then rounds nothing (fidelity/numerics.py,
 active()), so its graph is the one --numerics exact gives; its "tpu" copy is
 traced with TF32 on (the default), so its matmuls and convolutions read
 bfloat16-rounded operands. The switch is set before each call, so a retrace
@@ -20,7 +20,7 @@ keeps each copy what it is, and the traced graphs are checked: the tpu copy
 must hold float32 -> bfloat16 casts, the exact copy none.
 
 Two more tpu copies of each workload measure what ``numerics-diff
---ops-at-step`` adds (TPU_COMPAT_NUMERICS_OPS, runtime/numerics_ops.py), each
+--ops-at-step`` adds (TPU_COMPAT_NUMERICS_OPS, fidelity/numerics_ops.py), each
 traced with a recorder of its own (the module's one recorder is set while the
 copy is built and before each of its runs, as TF32 is):
 
@@ -201,7 +201,7 @@ class Workloads:
 
 @contextlib.contextmanager
 def recording(recorder):
-    """runtime/numerics_ops.py's recorder set to ``recorder`` (None: off) inside.
+    """fidelity/numerics_ops.py's recorder set to ``recorder`` (None: off) inside.
 
     The module keeps one recorder, made by install() from
     TPU_COMPAT_NUMERICS_OPS; rounding and the step markers read it when a step
@@ -209,7 +209,7 @@ def recording(recorder):
     needs its own, so the benchmark sets the module's (private) one while a
     copy is traced and while it runs.
     """
-    from tpu_compat.runtime import numerics_ops  # pylint: disable=import-outside-toplevel
+    from tpu_compat.fidelity import numerics_ops  # pylint: disable=import-outside-toplevel
     saved = numerics_ops._recorder  # pylint: disable=protected-access
     numerics_ops._recorder = recorder  # pylint: disable=protected-access
     try:
@@ -241,7 +241,7 @@ def main():
     import tpu_compat  # pylint: disable=import-outside-toplevel
     tpu_compat.install(num_replicas=args.replicas)
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    from tpu_compat.runtime import numerics_ops  # pylint: disable=import-outside-toplevel
+    from tpu_compat.fidelity import numerics_ops  # pylint: disable=import-outside-toplevel
 
     def under(tf32, build, recorder=None):
         """Builds (and traces) with TF32 ``tf32`` and ``recorder``; its runs set

@@ -11,8 +11,8 @@ import pytest
 import tensorflow as tf
 from tensorflow.python.framework import kernels, op_def_registry
 
-from tpu_compat.runtime import compile_time_constants as ctc
-from tpu_compat.runtime import fidelity
+from tpu_compat.fidelity import compile_time_constants as ctc
+from tpu_compat.fidelity import compile_checks
 
 SPEC = tf.TensorSpec([4, 4], tf.float32)
 # In process, after the session's 8-core layout: a module-level eager value
@@ -39,7 +39,7 @@ def _from_data(fn, op_type):
         for op in current.get_operations():
             if op.type == op_type:
                 found.append(op)
-            for inner in fidelity._function_graphs(op, current):  # pylint: disable=protected-access
+            for inner in compile_checks._function_graphs(op, current):  # pylint: disable=protected-access
                 dependence.bind(inner, op)
                 pending.append(inner)
     assert len(found) == 1, [op.name for op in found]
@@ -116,7 +116,7 @@ def test_followed_through_while_loop_variables():
 
 def test_table_names_real_ops_and_inputs_with_xla_kernels():
     """Every row of the table is an op TF 2.21 knows, with those inputs and an XLA kernel."""
-    fidelity._ensure_xla_kernels_registered()  # pylint: disable=protected-access
+    compile_checks._ensure_xla_kernels_registered()  # pylint: disable=protected-access
     for op_type, names in ctc.MUST_BE_CONSTANT.items():
         op_def = op_def_registry.get(op_type)
         assert op_def is not None, op_type

@@ -214,7 +214,7 @@ def test_every_contrib_name_warns_with_its_record(installed, module, name, rule)
 def test_contrib_covers_its_rule_range():
     assert sorted(set(rule for _, _, rule in CONTRIB_NAMES)) == [
         f"TPC{n:03d}" for n in [*range(51, 70), *range(101, 130), *range(140, 150),
-                                160, 161]]  # 160-161: runtime/keras_tpu_model.py
+                                160, 161]]  # 160-161: keras/tpu_model.py
     # ... and every name a contrib submodule serves has its record's hook.
     classes = list(contrib_lib._MODULES.values()) + list(contrib_lib._DEEP_MODULES.values())  # pylint: disable=protected-access
     served = sorted([(cls.SHORT_NAME, name) for cls in classes

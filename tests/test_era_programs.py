@@ -1,6 +1,6 @@
 """Whole TF 1.15-2.3 programs: the Keras surface next to the strategy, the TPU
-host, and device names of absent hardware (runtime/keras_era.py,
-runtime/keras_imports.py, runtime/devices.py).
+host, and device names of absent hardware (keras/era.py,
+keras/imports.py, runtime/devices.py).
 
 Each scenario runs once per replica count (1, 2, 8) under ``tpu-compat run``
 and compares with the same program on one device in the same process; the
@@ -90,7 +90,7 @@ def test_tf23_loss_scale_optimizer_schedules_and_missing_names(keras_runs):
 
 def test_import_statements_reach_the_era_names():
     # TF 2.16+ loads `tensorflow.keras.X` named in an import statement as a
-    # second copy of tf_keras's API module; runtime/keras_submodule_imports.py
+    # second copy of tf_keras's API module; keras/submodule_imports.py
     # serves the patched one under that name, as TF 2.1-2.3 had one module.
     numbers = parse_numbers(check_ok(run_scenario("keras_era_imports.py", 8)).stdout)
     for flag in ("from_import_is_the_attribute", "names_are_the_attributes",

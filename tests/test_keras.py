@@ -234,7 +234,7 @@ def test_experimental_steps_per_execution_warns_at_the_callers_line(installed):
 def test_keras3_multi_step_under_the_emulated_tpu_is_refused_in_process(installed):
     import keras  # Keras 3, whatever tf.keras is in this process
     import tensorflow as tf
-    from tpu_compat.runtime.keras import Keras3LimitationError
+    from tpu_compat.keras.routes import Keras3LimitationError
     strategy = tf.distribute.experimental.TPUStrategy(
         tf.distribute.cluster_resolver.TPUClusterResolver(tpu=""))
     with strategy.scope():

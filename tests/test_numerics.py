@@ -1,6 +1,6 @@
 """--numerics tpu, op by op, against an independent reference (numpy + ml_dtypes).
 
-Each op of runtime/numerics.py's table runs in a replica step of the 8-core
+Each op of fidelity/numerics.py's table runs in a replica step of the 8-core
 emulated TPU with its operands drawn at random, with round-to-nearest-even
 ties, subnormals and large values mixed in. The reference rounds the operands
 with ml_dtypes.bfloat16 and multiplies in float64: each result must equal it
@@ -24,7 +24,7 @@ from tpu_compat import settings
 from tpu_compat.distribute import TPUStrategy
 from tpu_compat.distribute.cluster_resolver import TPUClusterResolver
 from tpu_compat.patching.changes import Changes
-from tpu_compat.runtime import numerics
+from tpu_compat.fidelity import numerics
 
 pytestmark = [pytest.mark.requires_tf, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 

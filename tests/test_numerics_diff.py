@@ -9,7 +9,7 @@ and the host's stay.
 --ops-at-step: the report from a fake record (no TensorFlow), then one
 numerics-diff of tests/scenarios/numerics_ops_program.py (TF 2.x) naming its
 matmul lines, and one `tpu-compat run --tf1` of it recording a Session loop's
-chosen run (runtime/numerics_ops.py's recorder is tested in process in
+chosen run (fidelity/numerics_ops.py's recorder is tested in process in
 test_numerics_ops.py).
 """
 

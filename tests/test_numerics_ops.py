@@ -1,4 +1,4 @@
-"""numerics-diff --ops-at-step's recorder (runtime/numerics_ops.py), in process.
+"""numerics-diff --ops-at-step's recorder (fidelity/numerics_ops.py), in process.
 
 A replica step traced once and run several times (a tf.range loop in one
 tf.function) is counted per run; the op recorded at the chosen step has the
@@ -19,7 +19,7 @@ from tpu_compat import settings
 from tpu_compat.distribute import TPUStrategy
 from tpu_compat.distribute.cluster_resolver import TPUClusterResolver
 from tpu_compat.patching.changes import Changes
-from tpu_compat.runtime import fidelity, numerics, numerics_ops
+from tpu_compat.fidelity import compile_checks, numerics, numerics_ops
 
 pytestmark = [pytest.mark.requires_tf, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
@@ -171,7 +171,7 @@ def test_off_by_default_nothing_is_built_and_on_its_ops_are_host_ops(
     # Replica 0's marker and its one record (run at the chosen step only);
     # the TPU checks leave them out.
     assert sorted(op.type for op in recorded) == ["EagerPyFunc", "If"]
-    assert all(fidelity._is_host_op(op) for op in recorded)  # pylint: disable=protected-access
+    assert all(compile_checks._is_host_op(op) for op in recorded)  # pylint: disable=protected-access
 
 
 def test_keras_fit_with_steps_per_execution_counts_each_step(strategy, tpu_numerics,

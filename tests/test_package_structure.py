@@ -192,7 +192,7 @@ def test_the_graph_sees_the_package():
     assert "tpu_compat.runtime.hooks" in graph["tpu_compat.contrib"]
     # relative and `from package import module` imports resolve to the module
     assert "tpu_compat.estimator.graphs" in graph["tpu_compat.estimator.estimator"]
-    assert "tpu_compat.runtime.keras_compile" in graph["tpu_compat.runtime.keras"]
+    assert "tpu_compat.keras.compile" in graph["tpu_compat.keras.routes"]
 
 
 def test_the_circle_finder_finds_a_circle():
@@ -222,11 +222,11 @@ def test_no_module_reads_another_packages_private_names():
 def test_the_private_name_checks_see_a_reach_across():
     # tpu_compat.estimator._inputs is the estimator package's own: another
     # package importing it, or reading estimator_lib._inputs, is refused.
-    assert not _allowed_private("tpu_compat.runtime.keras", "tpu_compat.estimator._inputs")
+    assert not _allowed_private("tpu_compat.keras.routes", "tpu_compat.estimator._inputs")
     assert _allowed_private("tpu_compat.estimator.tpu.spec", "tpu_compat.estimator._inputs")
     assert _allowed_private("tpu_compat.runner", "tpu_compat._callsite")
-    assert _private_parts("tpu_compat.runtime.keras", "_patch_keras3") == ["_patch_keras3"]
-    assert _private_parts("tpu_compat.runtime.keras", "__all__") == []
+    assert _private_parts("tpu_compat.keras.routes", "_patch_keras3") == ["_patch_keras3"]
+    assert _private_parts("tpu_compat.keras.routes", "__all__") == []
 
 
 def test_modules_stay_under_400_lines():
@@ -247,7 +247,7 @@ TF_INTERNALS_AS_DATA = {
         "the legacy table: the TensorFlow targets its hooks wrap and its rules name",
     "tpu_compat.patching.import_router":
         "the router's REDIRECTS table: the program's imports each route serves",
-    "tpu_compat.runtime.keras_imports":
+    "tpu_compat.keras.imports":
         "the program's tensorflow.python.keras imports, served from tf_keras",
     "tpu_compat.contrib.submodules":
         "tf.contrib's name table: the \"module:attribute\" each name serves, "

@@ -32,10 +32,10 @@ def pristine(uninstalled):
     adds it for good, and then install() would have nothing to add."""
     import tf_keras  # noqa: F401  pylint: disable=unused-import
     from keras.src.trainers import trainer  # noqa: F401  pylint: disable=unused-import
-    # install() gives tf_keras's API modules the TF 2.0-2.3 names (keras_era);
+    # install() gives tf_keras's API modules the TF 2.0-2.3 names (keras/era.py);
     # importing them loads modules (tf_keras's v1 layers) an uninstall cannot unload.
-    from tpu_compat.runtime import keras_era
-    for root in keras_era._API_ROOTS:  # pylint: disable=protected-access
+    from tpu_compat.keras import era
+    for root in era._API_ROOTS:  # pylint: disable=protected-access
         importlib.import_module(root + ".mixed_precision")
         importlib.import_module(root + ".experimental")
     from tensorflow.python.autograph.core import config as autograph_config
@@ -137,7 +137,7 @@ def test_importing_the_runtime_changes_nothing_and_install_is_exact_in_a_fresh_p
     code = textwrap.dedent("""
         import tensorflow, tf_keras
         # install() gives tf_keras's v1 and v2 API modules the TF 2.0-2.3 names
-        # (runtime/keras_era.py); loading them is not a change uninstall() undoes.
+        # (keras/era.py); loading them is not a change uninstall() undoes.
         import tf_keras.api._v1.keras.mixed_precision, tf_keras.api._v1.keras.experimental
         import tf_keras.api._v2.keras.mixed_precision, tf_keras.api._v2.keras.experimental
         # The estimator layer (routed by install()) builds on TF's evaluation
@@ -153,7 +153,7 @@ def test_importing_the_runtime_changes_nothing_and_install_is_exact_in_a_fresh_p
         backend.get_backend()
         before = tf_state.snapshot()
         import tpu_compat.runtime.adapter, tpu_compat.runtime.strategy_by_era
-        import tpu_compat.runtime.keras, tpu_compat.runtime.native_methods, tpu_compat.distribute
+        import tpu_compat.keras.routes, tpu_compat.runtime.native_methods, tpu_compat.distribute
         print("after import:", tf_state.differences(before, tf_state.snapshot()))
         tpu_compat.install(warnings="error")
         print("installed:", [line.split(":")[0] for line in

@@ -1,7 +1,7 @@
 """Fidelity ``tpu``'s lint: ops a TPU computes differently warn at the user's line.
 
 In process (the 8-core emulated TPU): one positive and one negative case per
-row of runtime/tpu_semantics.py's table, each in a TF 2.x ``strategy.run``
+row of fidelity/tpu_semantics.py's table, each in a TF 2.x ``strategy.run``
 step inside a ``tf.function``; nothing outside a replica step (the input
 pipeline, outside_compilation) nor under fidelity ``cpu`` warns; one warning
 per op and line however many replicas and traces; the table against TF 2.21's
@@ -47,7 +47,7 @@ def strategy(tpu8):
 @pytest.fixture
 def lint(monkeypatch):
     """Fidelity tpu, with the once-per-line memory of earlier tests forgotten."""
-    from tpu_compat.runtime import tpu_semantics
+    from tpu_compat.fidelity import tpu_semantics
     monkeypatch.setenv(settings.FIDELITY_VAR, "tpu")
     monkeypatch.setattr(tpu_semantics, "_warned", set())
 
@@ -221,19 +221,19 @@ def test_seeded_random_row_is_every_seeded_op_xla_compiles(tpu8):
     del tpu8
     import tensorflow as tf
     from tensorflow.python.framework import op_def_registry
-    from tpu_compat.runtime import fidelity, tpu_semantics
-    fidelity._ensure_xla_kernels_registered()  # pylint: disable=protected-access
+    from tpu_compat.fidelity import compile_checks, tpu_semantics
+    compile_checks._ensure_xla_kernels_registered()  # pylint: disable=protected-access
     seeded = set()
     for name in dir(tf.raw_ops):
         op_def = op_def_registry.get(name)
         if op_def is None or not {"seed", "seed2"} <= {a.name for a in op_def.attr}:
             continue
-        if op_def.is_stateful and fidelity._xla_kernels(name):  # pylint: disable=protected-access
+        if op_def.is_stateful and compile_checks._xla_kernels(name):  # pylint: disable=protected-access
             seeded.add(name)
     rows = {row.rule: row for row in tpu_semantics.ROWS}
     assert seeded == set(rows["seeded-random"].op_types)
     for op_type in rows["integer-division"].op_types:
-        assert fidelity._xla_kernels(op_type), op_type  # pylint: disable=protected-access
+        assert compile_checks._xla_kernels(op_type), op_type  # pylint: disable=protected-access
     assert all(row.source and row.fix and row.tpu_does for row in tpu_semantics.ROWS)
 
 

@@ -53,7 +53,7 @@ class TPUCompatDeprecationWarning(DeprecationWarning):
 class TPUSemanticsWarning(UserWarning):
     """An op of a replica step computes differently on a TPU (fidelity ``tpu``).
 
-    The lint of :mod:`tpu_compat.runtime.tpu_semantics`; the same policy as
+    The lint of :mod:`tpu_compat.fidelity.tpu_semantics`; the same policy as
     :class:`TPUCompatDeprecationWarning` governs it.
     """
 

@@ -308,7 +308,7 @@ def tpu_resolver(pytestconfig):
     from tpu_compat.distribute.cluster_resolver import TPUClusterResolver
     from tpu_compat.runtime import resolver as resolver_lib
     from tpu_compat.patching.changes import Changes
-    from tpu_compat.runtime import numerics
+    from tpu_compat.fidelity import numerics
     resolver = TPUClusterResolver()
     resolver_lib.connect_to_cluster(resolver)
     resolver_lib.initialize_tpu_system(resolver)

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import tensorflow as tf  # tf.compat.v1 under --tf1
 
-from tpu_compat.runtime.fidelity import TPUCompilationError
+from tpu_compat.fidelity.compile_checks import TPUCompilationError
 
 resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="")
 tf.config.experimental_connect_to_cluster(resolver)

@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.keras import layers, models, optimizers
 
-from tpu_compat.runtime.fidelity import TPUCompilationError
+from tpu_compat.fidelity.compile_checks import TPUCompilationError
 
 resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu='')
 tf.config.experimental_connect_to_cluster(resolver)

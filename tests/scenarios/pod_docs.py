@@ -196,9 +196,9 @@ report("REDUCE_SUM", strategy.reduce("SUM", strategy.run(
     axis=None))
 
 # -- fidelity tpu (tpu-compat run's default) checks a pod's replica steps too ----------------------
-from tpu_compat.runtime import fidelity  # noqa: E402
+from tpu_compat.fidelity import compile_checks  # noqa: E402
 
-report("FIDELITY_TPU", fidelity.enabled())
+report("FIDELITY_TPU", compile_checks.enabled())
 
 
 @tf.function
@@ -209,7 +209,7 @@ def string_step():
 try:
     string_step()
     report("FIDELITY_CATCHES_ON_POD", False)
-except fidelity.TPUCompilationError:
+except compile_checks.TPUCompilationError:
     report("FIDELITY_CATCHES_ON_POD", True)
 
 # -- checkpoints: written once, restored into every component ---------------------------------

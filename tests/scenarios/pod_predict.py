@@ -2,7 +2,7 @@
 
 tf.keras of TF 2.2/2.3 reordered a TPU pod's predict outputs (the pod hands
 out each global batch in (replica, host) order; see
-tpu_compat/runtime/keras_pod.py). Run on an emulated pod
+tpu_compat/keras/pod.py). Run on an emulated pod
 (TPU_COMPAT_NUM_HOSTS=2) by tests/test_pod_devices.py: predictions from numpy
 input with a partial last batch and from a batched tf.data.Dataset, against
 the same model's predictions on one device.

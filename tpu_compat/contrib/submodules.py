@@ -45,10 +45,10 @@ class ContribTPU(ContribSubmodule):
     outfeed_dequeue = serves(f"{_TPU}:outfeed_dequeue")
     repeat = serves(f"{_TPU}:repeat")
     while_loop = serves(f"{_TPU}:while_loop")
-    # The TF 1.9-1.13 Keras TPU API (tpu_compat.runtime.keras_tpu_model).
-    keras_to_tpu_model = serves("tpu_compat.runtime.keras_tpu_model:keras_to_tpu_model")
+    # The TF 1.9-1.13 Keras TPU API (tpu_compat.keras.tpu_model).
+    keras_to_tpu_model = serves("tpu_compat.keras.tpu_model:keras_to_tpu_model")
     TPUDistributionStrategy = serves(
-        "tpu_compat.runtime.keras_tpu_model:TPUDistributionStrategy")
+        "tpu_compat.keras.tpu_model:TPUDistributionStrategy")
 
 
 class ContribGenTPUOps(ContribSubmodule):

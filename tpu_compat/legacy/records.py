@@ -31,7 +31,7 @@ _EMULATED = "tpu_compat.runtime.emulated:EmulatedTPUExtended"
 _TF_BASE = f"{_DIST_LIB}:StrategyBase"
 _TF_V1 = f"{_DIST_LIB}:StrategyV1"
 _TF_EXTENDED_V1 = f"{_DIST_LIB}:StrategyExtendedV1"
-_KERAS_ERA = "tpu_compat.runtime.keras_era"
+_KERAS_ERA = "tpu_compat.keras.era"
 _DEVICES = "tpu_compat.runtime.devices"
 _LOW_LEVEL = "tpu_compat.lowlevel"
 _CONTRIB = "tpu_compat.contrib"  # its submodules' classes: a name warns when read
@@ -257,8 +257,8 @@ RECORDS = (
                 note="The V2 StrategyExtended API does not list it.",
                 probe=(_DIST_LIB, "StrategyExtendedV1.call_for_each_replica")),
         # -- TPC020-TPC039: whole programs of the era (TF 2.0-2.3 Keras surface
-        #    next to the strategy, the TPU host). Served by runtime/keras_era.py,
-        #    runtime/keras_imports.py and runtime/devices.py.
+        #    next to the strategy, the TPU host). Served by keras/era.py,
+        #    keras/imports.py and runtime/devices.py.
         LegacyAPI(
                 rule="TPC020", api="tensorflow.python.keras imports",
                 kind=KIND_SYMBOL, name="keras",
@@ -1292,7 +1292,7 @@ RECORDS = (
                      "(docs/emulated_tpu.md).",
                 symbols=("tf.contrib.tpu.while_loop",)),
         # -- The TF 1.9-1.13 Keras TPU API (TPC160-TPC179): served by
-        # tpu_compat/runtime/keras_tpu_model.py through tf.contrib.tpu.
+        # tpu_compat/keras/tpu_model.py through tf.contrib.tpu.
         LegacyAPI(
                 rule="TPC160", api="tf.contrib.tpu.keras_to_tpu_model",
                 kind=KIND_SYMBOL, name="keras_to_tpu_model",
@@ -1314,7 +1314,7 @@ RECORDS = (
         LegacyAPI(
                 rule="TPC162", api="KerasTPUModel.sync_to_cpu",
                 kind=KIND_METHOD, name="sync_to_cpu",
-                hook=calls("tpu_compat.runtime.keras_tpu_model:KerasTPUModel.sync_to_cpu"),
+                hook=calls("tpu_compat.keras.tpu_model:KerasTPUModel.sync_to_cpu"),
                 eras=("1.13",), removed_in="1.14",
                 replacement="the model built and compiled in TPUStrategy(resolver).scope() "
                                         "(one copy, nothing to sync)",

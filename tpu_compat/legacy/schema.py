@@ -139,7 +139,7 @@ def reads(*targets):
 def imports(*modules):
     """A hook that warns when the program's code imports any of ``modules``
     (or a module below one). The program's import statements are seen by the
-    import routing that serves them (``runtime/keras_imports.py``), which asks
+    import routing that serves them (``keras/imports.py``), which asks
     :func:`tpu_compat.runtime.hooks.imported_records` which records to warn."""
     return Hook(HOOK_IMPORT, modules)
 

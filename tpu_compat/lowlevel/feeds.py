@@ -38,7 +38,7 @@ from tpu_compat._tf_internals import ops
 from tpu_compat.lowlevel import native
 from tpu_compat.lowlevel.cross_replica import emulated_replica_context
 from tpu_compat.runtime import backend as backend_lib
-from tpu_compat.runtime import fidelity
+from tpu_compat.fidelity import compile_checks
 
 __all__ = ["CAPACITY", "SUPPORTED_INFEED_DTYPES", "infeed_dequeue", "infeed_dequeue_tuple", "infeed_enqueue",
            "infeed_enqueue_tuple", "outfeed_dequeue", "outfeed_dequeue_tuple",
@@ -132,7 +132,7 @@ def _feed(api, kind, ordinal, dtypes, shapes, argument):
                     CAPACITY, dtypes, shapes=shapes,
                     name=f"tpu_compat_{kind}_core_{ordinal}")
                 # The queue is the host's, even when a replica's dequeue built it.
-                fidelity.mark_host_ops(graph.get_operations()[before:])
+                compile_checks.mark_host_ops(graph.get_operations()[before:])
             feeds[(kind, ordinal)] = _Feed(queue, dtypes, shapes, api)
             return queue
     if list(existing.dtypes) != list(dtypes):
@@ -268,7 +268,7 @@ def infeed_dequeue_tuple(dtypes, shapes, name=None):
     queue = _feed(api, "infeed", ordinal, dtypes, shapes, "shapes")
     values = queue.dequeue(name=name or "InfeedDequeueTuple")
     # The emulated InfeedDequeueTuple: an op a TPU compiles (fidelity passes it).
-    fidelity.mark_host_ops([_op_of(values)])
+    compile_checks.mark_host_ops([_op_of(values)])
     values = list(values) if isinstance(values, (list, tuple)) else [values]
     for value, shape in zip(values, shapes):
         value.set_shape(shape)
@@ -297,7 +297,7 @@ def outfeed_enqueue_tuple(inputs, name=None):
     queue = _feed(api, "outfeed", ordinal, [x.dtype for x in inputs], shapes,
                   "inputs' shapes")
     enqueue = queue.enqueue(inputs, name=name or "OutfeedEnqueueTuple")
-    fidelity.mark_host_ops([enqueue])  # the emulated OutfeedEnqueueTuple: compiled on a TPU
+    compile_checks.mark_host_ops([enqueue])  # the emulated OutfeedEnqueueTuple: compiled on a TPU
     return enqueue
 
 

@@ -13,7 +13,7 @@ import tensorflow as tf
 from tpu_compat._tf_internals import ops
 from tpu_compat.lowlevel import native
 from tpu_compat.lowlevel.cross_replica import emulated_replica_context
-from tpu_compat.runtime import fidelity, numerics
+from tpu_compat.fidelity import compile_checks, numerics
 from tpu_compat.runtime import resolver as resolver_lib
 
 __all__ = ["bfloat16_scope", "collecting_host_ops", "core", "initialize_system",
@@ -75,13 +75,13 @@ def _outside_compilation(computation, *args, **kwargs):
         # fidelity check as on a TPU.
         before = len(graph.get_operations())
         result = computation(*args, **kwargs)
-        fidelity.mark_host_ops(graph.get_operations()[before:])
+        compile_checks.mark_host_ops(graph.get_operations()[before:])
         return result
     before = len(graph.get_operations())
     with ops.device(_host_device()):
         result = computation(*args, **kwargs)
     pending.extend(_stateful_ops_created(graph, before))
-    fidelity.mark_host_ops(graph.get_operations()[before:])  # host ops: not compiled
+    compile_checks.mark_host_ops(graph.get_operations()[before:])  # host ops: not compiled
     return result
 
 

@@ -66,8 +66,8 @@ REDIRECTS = (
                  "made of it (as the runner's own wrapper, installed last, did)"),
     Redirect(
         imports="tensorflow.python.keras[.X] (TF 1.15-2.5 programs)",
-        serves="tf_keras.src[.X] views (runtime/keras_imports.py)",
-        route="tpu_compat.runtime.keras_imports:import_route",
+        serves="tf_keras.src[.X] views (keras/imports.py)",
+        route="tpu_compat.keras.imports:import_route",
         why_here="above tensorflow.contrib, as installed before: the rows concern "
                  "different names, so only the nesting of their frames depends on it"),
     Redirect(

@@ -91,7 +91,7 @@ def _protobuf_text(installation):
 
 
 def _numerics(installation):
-    from tpu_compat.runtime import numerics  # pylint: disable=import-outside-toplevel
+    from tpu_compat.fidelity import numerics  # pylint: disable=import-outside-toplevel
     numerics.install(installation.changes)
 
 
@@ -106,8 +106,8 @@ def _tensorflow_hooks(installation):
 
 
 def _keras(installation):
-    from tpu_compat.runtime import keras  # pylint: disable=import-outside-toplevel
-    keras.route_keras(installation.changes, installation.router)
+    from tpu_compat.keras import routes  # pylint: disable=import-outside-toplevel
+    routes.route_keras(installation.changes, installation.router)
 
 
 def _import_redirects(installation):
@@ -151,7 +151,7 @@ PATCHES = (
           "protobuf 7, which removed the float_format it passes (runtime/protobuf_text)"),
     Patch("numerics", _numerics,
           "--numerics tpu: the gen_*_ops functions of float32 matmuls, einsums and "
-          "convolutions round their operands in replica steps (runtime/numerics)"),
+          "convolutions round their operands in replica steps (fidelity/numerics)"),
     Patch("pod sessions", _pod_sessions,
           "tf.compat.v1.Session on the emulated pod's master accepts the pod's own "
           "cluster_def, as a Cloud TPU pod's did (runtime/pod_sessions)"),
@@ -161,7 +161,7 @@ PATCHES = (
                                      "the user's call, not tpu_compat's"}),
     Patch("keras", _keras,
           "tf_keras and Keras 3 under the adapters, now or when first imported "
-          "(runtime/keras: compile, fit loops, metric variables, era names, their hooks)"),
+          "(keras/routes: compile, fit loops, metric variables, era names, their hooks)"),
     Patch("import redirects", _import_redirects,
           "the program's tensorflow.python.keras and tensorflow.contrib imports, and "
           "tf.contrib on compat.v1 (import_router.REDIRECTS)"),

@@ -47,7 +47,7 @@ class Moved:
 class OpsAtStep:
     """``--ops-at-step``: the rounded ops replica 0 ran in step ``step`` (1-based).
 
-    Each op is a dict (tpu_compat/runtime/numerics_ops.py writes them): ``op``,
+    Each op is a dict (tpu_compat/fidelity/numerics_ops.py writes them): ``op``,
     ``name``, ``pass`` (forward/backward), ``file``, ``line``, ``relative``
     (max |rounded - exact| / max |exact| of its output), largest first.
     """

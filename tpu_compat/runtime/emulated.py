@@ -20,7 +20,8 @@ from tpu_compat._tf_internals import (
     cross_device_ops_lib, def_function, device_util, mirrored_strategy, numpy_dataset,
     ops, tpu_function)
 from tpu_compat._tf_internals import framework_device as tf_device
-from tpu_compat.runtime import fidelity, hooks, numerics_ops, steps, strict, tpu_semantics
+from tpu_compat.runtime import hooks, steps, strict
+from tpu_compat.fidelity import compile_checks, numerics_ops, tpu_semantics
 
 __all__ = ["EmulatedTPUExtended", "group_by_host", "replica_devices"]
 
@@ -185,7 +186,7 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
         if not isinstance(fn, def_function.Function):
             fn = numerics_ops.replica_step(
                 _with_number_of_shards(fn, self._num_replicas_in_sync))
-        if not fidelity.enabled():
+        if not compile_checks.enabled():
             return super()._call_for_each_replica(fn, args, kwargs)
         if ops.executing_eagerly_outside_functions() and not ops.inside_function():
             if isinstance(fn, def_function.Function) and not fn._jit_compile:  # pylint: disable=protected-access
@@ -198,13 +199,13 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
     def _checked_call(self, fn, args, kwargs):
         """Fidelity tpu: the ops every replica (and its merge_calls) created are
         checked as the TPU compiler would, before any step runs, and linted for
-        what a TPU computes differently (runtime/tpu_semantics.py)."""
+        what a TPU computes differently (fidelity/tpu_semantics.py)."""
         graph = ops.get_default_graph()
         before = len(graph.get_operations())
         result = super()._call_for_each_replica(fn, args, kwargs)
         created = graph.get_operations()[before:]
         tpu_semantics.check_ops(created, graph)  # warnings: what a TPU computes differently
-        fidelity.check_ops(created, graph)
+        compile_checks.check_ops(created, graph)
         return result
 
     def _checked_trace(self, function):

@@ -4,7 +4,7 @@ keras_support.py (tensorflow/tensorflow r1.12/r1.13, tensorflow/contrib/tpu/pyth
 tpu/keras_support.py) cloned the user's model twice, as the CPU model and as the
 TPU model, each compiled with the user's loss, metrics and loss weights and a
 fresh copy of the optimizer (``_clone_optimizer``). These are those copies, apart
-from :mod:`tpu_compat.runtime.keras_tpu_model`, which decides when to make them.
+from :mod:`tpu_compat.keras.tpu_model`, which decides when to make them.
 """
 
 import tensorflow as tf

@@ -25,7 +25,7 @@ traced, before any step runs, against what TF 2.21 would do with them:
 * Shapes XLA cannot bound: an input XLA must know at compile time (Reshape's
   ``shape``, Fill's ``dims``, Range's bounds, OneHot's ``depth``...: the
   ``CompileTimeConstantInput`` registrations of tf2xla, tabled with their
-  sources in :mod:`tpu_compat.runtime.compile_time_constants`) that the step
+  sources in :mod:`tpu_compat.fidelity.compile_time_constants`) that the step
   computes from tensor *values* -- its inputs, variables, random numbers --
   rather than from constants and ``tf.shape``/``tf.size``/``tf.rank``, which
   XLA folds or bounds. Data-dependent *output* shapes are not flagged: XLA
@@ -42,7 +42,7 @@ from tpu_compat import _callsite, settings
 from tpu_compat._tf_internals import dtypes, kernels, ops
 from tpu_compat._tf_internals import eager_context as context
 from tpu_compat._tf_internals import framework_config as tf_config
-from tpu_compat.runtime import compile_time_constants
+from tpu_compat.fidelity import compile_time_constants
 
 __all__ = ["TPUCompilationError", "check_ops", "compiled_ops", "enabled",
            "mark_host_ops"]

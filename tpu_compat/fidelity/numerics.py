@@ -52,7 +52,8 @@ from tpu_compat._tf_internals import math_ops
 from tpu_compat._tf_internals import ops
 
 from tpu_compat import settings
-from tpu_compat.runtime import emulated, numerics_ops
+from tpu_compat.runtime import emulated
+from tpu_compat.fidelity import numerics_ops
 
 __all__ = ["ROWS", "RoundedOp", "active", "enabled", "install", "on_host",
            "round_operands", "round_to_bfloat16"]

@@ -1,6 +1,6 @@
 """The TPU-semantics lint of fidelity ``tpu``: ops a TPU computes differently.
 
-The compile checks (:mod:`tpu_compat.runtime.fidelity`) stop a replica step a
+The compile checks (:mod:`tpu_compat.fidelity.compile_checks`) stop a replica step a
 TPU would refuse. Some ops a TPU compiles and runs, but with other results
 than the emulated cores' CPU kernels give. Under ``TPU_COMPAT_FIDELITY=tpu``
 each op of a replica step is also checked against :data:`ROWS`, when the step
@@ -10,7 +10,7 @@ error: the program may mean it; ``--warnings=error`` makes it fail there).
 One warning per (row, op type, user line) per process, however many replicas,
 steps or traces build it.
 
-Which ops are checked: those :func:`fidelity.compiled_ops` yields, the same
+Which ops are checked: those :func:`compile_checks.compiled_ops` yields, the same
 walk as the compile checks (the input pipeline, ``outside_compilation`` and
 the other host ops are left out, functions the step calls are followed), less
 the ops that initialize a variable the step creates: TF 1.x builds those under
@@ -31,7 +31,7 @@ import tensorflow as tf
 
 from tpu_compat import _callsite, deprecation
 from tpu_compat._tf_internals import dtypes, ops
-from tpu_compat.runtime import fidelity
+from tpu_compat.fidelity import compile_checks
 
 __all__ = ["ROWS", "LintRow", "check_ops"]
 
@@ -197,7 +197,7 @@ def check_ops(op_list, graph):
     they call are checked too. Under ``--warnings=error`` the first warning
     raises (a :class:`~tpu_compat.deprecation.TPUSemanticsWarning`).
     """
-    for op in fidelity.compiled_ops(op_list, graph):
+    for op in compile_checks.compiled_ops(op_list, graph):
         if _skipped(op):
             continue
         for row, problem in _findings(op):

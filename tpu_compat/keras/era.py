@@ -32,7 +32,9 @@ import sys
 
 import tensorflow as tf
 
-from tpu_compat.runtime import hooks, keras_submodule_imports
+from tpu_compat.runtime import hooks
+
+from tpu_compat.keras import submodule_imports
 
 __all__ = [
     "CosineDecay",
@@ -328,7 +330,7 @@ _WITHOUT_EQUIVALENT = ("PeepholeLSTMCell", "terminate_keras_multiprocessing_pool
 def _mixed_precision_experimental_module():
     module = type(sys)("tf_keras.mixed_precision.experimental",
                        "tf.keras.mixed_precision.experimental of TF 2.1-2.3 "
-                       "(tpu_compat.runtime.keras_era)")
+                       "(tpu_compat.keras.era)")
     for name in ("Policy", "set_policy", "global_policy", "get_layer_policy",
                  "LossScaleOptimizer"):
         setattr(module, name, globals()[name])
@@ -341,7 +343,7 @@ _API_ROOTS = ("tf_keras", "tf_keras.api._v2.keras", "tf_keras.api._v1.keras")
 # ``tensorflow.keras`` as import statements name it (``from
 # tensorflow.keras.mixed_precision import experimental``, the Kaggle TPU
 # notebooks' spelling) -> the tf_keras API root it stands for; see
-# runtime/keras_submodule_imports.py.
+# keras/submodule_imports.py.
 _IMPORT_STATEMENT_ROOTS = {"tensorflow.keras": "tf_keras.api._v2.keras"}
 
 
@@ -363,7 +365,7 @@ def patch_tf_keras(state):
             continue
         _add_era_names(state, mixed_precision, experimental)
     for public, root in _IMPORT_STATEMENT_ROOTS.items():
-        copies = keras_submodule_imports.serve(
+        copies = submodule_imports.serve(
             state, public, root, ("mixed_precision", "experimental"),
             {"mixed_precision.experimental": MIXED_PRECISION_EXPERIMENTAL})
         if copies:

@@ -6,7 +6,7 @@ steps per ``Session.run``; tf_keras picks that loop by class name
 wrappers here send such a ``fit`` to that loop with a step function for one
 program per replica, run its validation on the Mirrored test loop, put Keras
 metric variables where ``local_variables_initializer`` finds them, and open
-Keras's session on an emulated pod's master. :mod:`tpu_compat.runtime.keras`
+Keras's session on an emulated pod's master. :mod:`tpu_compat.keras.routes`
 installs them; see docs/keras.md.
 """
 
@@ -15,7 +15,7 @@ import inspect
 
 import tensorflow as tf
 
-from tpu_compat.runtime.keras_compile import (
+from tpu_compat.keras.compile import (
     graph_mode, is_emulated_adapter, is_emulated_v1_adapter)
 
 __all__ = ["emulated_train_step_fn", "emulated_validation_loop",

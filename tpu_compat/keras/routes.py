@@ -31,9 +31,9 @@ Patches are applied to whichever Keras packages are imported when
 patch is recorded in the installation's changes, so ``uninstall()`` restores Keras.
 
 This module applies the patches; what they do lives by job beside it:
-:mod:`~tpu_compat.runtime.keras_compile` (``compile``: steps per host call,
-Keras 3's limits), :mod:`~tpu_compat.runtime.keras_graph_mode` (TF 1.15's
-graph-mode loops on the emulated TPU), :mod:`~tpu_compat.runtime.keras_era`
+:mod:`~tpu_compat.keras.compile` (``compile``: steps per host call,
+Keras 3's limits), :mod:`~tpu_compat.keras.graph_mode` (TF 1.15's
+graph-mode loops on the emulated TPU), :mod:`~tpu_compat.keras.era`
 (TF 2.0-2.3's experimental names).
 """
 
@@ -42,9 +42,9 @@ import importlib.util
 import sys
 
 from tpu_compat.runtime import hooks
-from tpu_compat.runtime.keras_compile import (  # Keras3LimitationError: importable from here
+from tpu_compat.keras.compile import (  # Keras3LimitationError: importable from here
     LEGACY_KERAS_ADVICE, Keras3LimitationError, keras3_compile, tf_keras_compile)
-from tpu_compat.runtime.keras_graph_mode import (
+from tpu_compat.keras.graph_mode import (
     emulated_train_step_fn, emulated_validation_loop, metric_variables_are_local,
     multi_step_fit_loop, pod_session)
 
@@ -64,14 +64,14 @@ def _patch_tf_keras(state, package):
     from tf_keras.src.engine import training_utils_v1
     from tf_keras.src.metrics import base_metric
 
-    from tpu_compat.runtime import keras_era, keras_pod
+    from tpu_compat.keras import era, pod
     state.replace(training, "_is_tpu_multi_host",
-                  keras_pod.emulated_pods_are_tpu_pods(training._is_tpu_multi_host))  # pylint: disable=protected-access
+                  pod.emulated_pods_are_tpu_pods(training._is_tpu_multi_host))  # pylint: disable=protected-access
     state.add(training.Model, "compile",
               tf_keras_compile(training.Model.compile))
     state.add(base_metric.Metric, "add_weight",
               metric_variables_are_local(base_metric.Metric.add_weight))
-    keras_era.patch_tf_keras(state)
+    era.patch_tf_keras(state)
     hooks.instrument_library(state, "tf_keras")  # outermost: sees the user's call
     state.replace(training_arrays_v1, "fit_loop", multi_step_fit_loop(
         training_arrays_v1.fit_loop, training_distributed_v1,

@@ -9,7 +9,7 @@ TPU strategy on more than one host: ``_is_tpu_multi_host`` selects
 DATA (tensorflow/python/keras/engine/training.py at r2.2 and r2.3, kept in
 tf_keras 2.21's tf_keras/src/engine/training.py). Keras recognises a TPU
 strategy by its class name (``TPUStrategy*``), which the emulated TPU
-deliberately does not carry (runtime/keras.py says why), so without this
+deliberately does not carry (keras/routes.py says why), so without this
 change a 2-host ``predict`` returned its rows interleaved across hosts.
 """
 

@@ -6,8 +6,8 @@ loop did; ``compile(experimental_steps_per_execution=N)`` (TF 2.2-2.3) is TF 2.4
 ``steps_per_execution=N`` (TPC016 warns through its hook). Under Keras 3, what it
 cannot do on the emulated TPU is refused here with :class:`Keras3LimitationError`.
 The strategy questions both compile paths and the graph-mode loops
-(:mod:`~tpu_compat.runtime.keras_graph_mode`) ask are here too.
-:mod:`tpu_compat.runtime.keras` installs these wrappers; see docs/keras.md.
+(:mod:`~tpu_compat.keras.graph_mode`) ask are here too.
+:mod:`tpu_compat.keras.routes` installs these wrappers; see docs/keras.md.
 """
 
 import functools

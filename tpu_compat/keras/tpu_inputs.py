@@ -4,7 +4,7 @@ keras_support.py (tensorflow/tensorflow r1.12/r1.13, tensorflow/contrib/tpu/pyth
 tpu/keras_support.py): ``fit(x, y, batch_size=G)`` took ``G`` as the GLOBAL batch
 (``TPUNumpyInfeedManager``), ``fit(input_fn, ...)`` pulled one batch per core per
 step (``TPUDatasetInfeedManager``), and both refused what they could not split,
-with the messages kept here. :mod:`tpu_compat.runtime.keras_tpu_model` applies them.
+with the messages kept here. :mod:`tpu_compat.keras.tpu_model` applies them.
 """
 
 import tensorflow as tf

@@ -14,7 +14,7 @@ and must keep getting it. So it changes no entry of ``sys.modules``; for an
 import statement in the program's code, the route (:func:`import_route`) returns a view in which
 ``tensorflow.python.keras.X`` is ``tf_keras.src.X`` (with the few modules
 tf_keras renamed, and TF 2.1-2.3's ``mixed_precision.experimental`` from
-:mod:`tpu_compat.runtime.keras_era`). ``importlib.import_module`` calls are
+:mod:`tpu_compat.keras.era`). ``importlib.import_module`` calls are
 not import statements and are left alone.
 """
 
@@ -43,8 +43,8 @@ _RENAMED = {
 
 def _special(rest):
     if rest == "mixed_precision.experimental":
-        from tpu_compat.runtime import keras_era  # pylint: disable=import-outside-toplevel
-        return keras_era.MIXED_PRECISION_EXPERIMENTAL
+        from tpu_compat.keras import era  # pylint: disable=import-outside-toplevel
+        return era.MIXED_PRECISION_EXPERIMENTAL
     return None
 
 

@@ -5,7 +5,7 @@ TensorFlow 2.16+ has no ``tensorflow/keras`` package. Its ``__init__`` puts
 ``TF_USE_LEGACY_KERAS=1``; tensorflow/__init__.py of TF 2.21, the lines after
 ``_KerasLazyLoader``), so ``import tensorflow.keras.mixed_precision`` executes
 tf_keras's API module a second time under that name. The copy lacks what
-tpu_compat added to the module ``tf.keras.mixed_precision`` is (runtime/keras_era.py),
+tpu_compat added to the module ``tf.keras.mixed_precision`` is (keras/era.py),
 and the import makes the copy ``tf.keras.mixed_precision`` from then on. TF
 2.1-2.3 had one module under both names, and so does an installed tpu_compat:
 :func:`serve` puts the patched modules in ``sys.modules`` under the names the

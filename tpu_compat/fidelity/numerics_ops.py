@@ -1,7 +1,7 @@
 """Which rounded ops of one replica step move its numbers (``numerics-diff --ops-at-step``).
 
 With ``--numerics tpu`` and ``TPU_COMPAT_NUMERICS_OPS=STEP:FILE``, every op
-:mod:`tpu_compat.runtime.numerics` rounds in a replica step that replica 0
+:mod:`tpu_compat.fidelity.numerics` rounds in a replica step that replica 0
 builds is also computed with its operands as given (exact float32), and its
 *local contribution* is kept for replica 0's STEP-th replica step (1-based):
 ``max |y_rounded - y_exact| / max |y_exact|`` over its output, on the same
@@ -44,7 +44,7 @@ import tensorflow as tf
 
 from tpu_compat import _atomic, _callsite, settings
 from tpu_compat._tf_internals import distribute_lib, ops
-from tpu_compat.runtime import fidelity, tpu_semantics
+from tpu_compat.fidelity import compile_checks, tpu_semantics
 
 __all__ = ["Recorder", "configure", "record", "recorder", "replica_step"]
 
@@ -204,7 +204,7 @@ def _host_ops():
     before = len(graph.get_operations()) if graph is not None else 0
     yield
     if graph is not None:
-        fidelity.mark_host_ops(graph.get_operations()[before:])
+        compile_checks.mark_host_ops(graph.get_operations()[before:])
 
 
 def _reaches(graph, marker_graph):

@@ -39,9 +39,9 @@ averaging gave. The era's input rules are kept:
   ``set_weights`` / ``load_weights`` go to both.
 
 This module is the strategy, the model and ``keras_to_tpu_model``; the input rules
-above are :mod:`~tpu_compat.runtime.keras_tpu_inputs`, and what the two copies
+above are :mod:`~tpu_compat.keras.tpu_inputs`, and what the two copies
 take from the user's model (compile arguments, optimizer, metrics) is
-:mod:`~tpu_compat.runtime.keras_tpu_clone`.
+:mod:`~tpu_compat.keras.tpu_clone`.
 """
 
 import contextlib
@@ -52,9 +52,9 @@ import tensorflow as tf
 from tpu_compat.runtime import backend as backend_lib
 from tpu_compat.runtime import hooks
 from tpu_compat.runtime import resolver as resolver_lib
-from tpu_compat.runtime.keras_tpu_clone import (
+from tpu_compat.keras.tpu_clone import (
     clone_metrics, clone_optimizer, compile_arguments, program_keras)
-from tpu_compat.runtime.keras_tpu_inputs import (
+from tpu_compat.keras.tpu_inputs import (
     KERAS_FIT_BATCH_SIZE, check_numpy_batches, first_array, global_batches, validate_shapes)
 
 __all__ = ["KerasTPUModel", "TPUDistributionStrategy", "keras_to_tpu_model", "tpu_model"]
