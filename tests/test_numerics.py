@@ -24,6 +24,7 @@ from tpu_compat import settings
 from tpu_compat.distribute import TPUStrategy
 from tpu_compat.distribute.cluster_resolver import TPUClusterResolver
 from tpu_compat.patching.changes import Changes
+from tpu_compat.patching import registry
 from tpu_compat.fidelity import numerics
 
 pytestmark = [pytest.mark.requires_tf, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
@@ -45,7 +46,7 @@ def tpu_numerics(monkeypatch):
     """The numerics row of install() alone, undone after the test."""
     monkeypatch.setenv(settings.NUMERICS_VAR, "tpu")
     changes = Changes()
-    numerics.install(changes)
+    registry.apply_alone("numerics", changes)
     yield
     changes.undo()
 
@@ -262,7 +263,7 @@ def _matmul_now(a, b):
 def test_exact_numerics_changes_nothing(strategy, monkeypatch):
     monkeypatch.setenv(settings.NUMERICS_VAR, "exact")
     changes = Changes()
-    numerics.install(changes)
+    registry.apply_alone("numerics", changes)
     a, b, _ = _exact_cases()
     try:
         assert gen_math_ops.mat_mul.__module__ == "tensorflow.python.ops.gen_math_ops"

@@ -19,6 +19,7 @@ from tpu_compat import settings
 from tpu_compat.distribute import TPUStrategy
 from tpu_compat.distribute.cluster_resolver import TPUClusterResolver
 from tpu_compat.patching.changes import Changes
+from tpu_compat.patching import registry
 from tpu_compat.fidelity import compile_checks, numerics, numerics_ops
 
 pytestmark = [pytest.mark.requires_tf, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
@@ -38,7 +39,7 @@ def tpu_numerics(monkeypatch):
     monkeypatch.setenv(settings.NUMERICS_VAR, "tpu")
     monkeypatch.delenv(settings.NUMERICS_OPS_VAR, raising=False)
     changes = Changes()
-    numerics.install(changes)
+    registry.apply_alone("numerics", changes)
     yield
     changes.undo()
 

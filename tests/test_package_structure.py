@@ -432,3 +432,55 @@ def test_one_call_site_decider():
     found = {module: lines for module in sorted(MODULES)
              if (lines := _call_site_decisions(_tree(module), module in _FRAME_FACT_READERS))}
     assert set(found) == {"tpu_compat._callsite"}, found
+
+
+# -- the layers of runtime/, keras/ and fidelity/ (docs/architecture.md, "Layers") ----------
+
+MAX_RUNTIME_MODULES = 20
+
+
+def _in_package(package):
+    return {module for module in MODULES
+            if module == package or module.startswith(package + ".")}
+
+
+def _arrows(from_package, to_package, in_functions):
+    targets = _in_package(to_package)
+    return sorted(f"{module}:{line} imports {target}"
+                  for module in _in_package(from_package)
+                  for target, _, line in _imports(module, in_functions)
+                  if target in targets or target.rpartition(".")[0] in targets)
+
+
+def test_runtime_keeps_the_strategy_core_only():
+    # keras/ and fidelity/ took their families out of runtime/ (issue #32).
+    runtime = _in_package("tpu_compat.runtime")
+    assert len(runtime) <= MAX_RUNTIME_MODULES, sorted(runtime)
+    assert [m for m in runtime if m.rpartition(".")[2].startswith(("keras", "numerics", "fidelity"))] == []
+    assert _is_package("tpu_compat.keras") and _is_package("tpu_compat.fidelity")
+
+
+def test_fidelity_sits_below_runtime_and_keras():
+    # Function-level imports count too: the emulated TPU hands fidelity/ what it
+    # needs (numerics.install(changes, EmulatedTPUExtended)), never the reverse.
+    assert _arrows("tpu_compat.fidelity", "tpu_compat.runtime", in_functions=True) == []
+    assert _arrows("tpu_compat.fidelity", "tpu_compat.keras", in_functions=True) == []
+
+
+def test_runtime_does_not_import_keras():
+    assert _arrows("tpu_compat.runtime", "tpu_compat.keras", in_functions=False) == []
+
+
+def test_the_layer_check_sees_an_arrow():
+    assert _arrows("tpu_compat.keras", "tpu_compat.runtime", in_functions=False)
+    assert _arrows("tpu_compat.runtime", "tpu_compat.fidelity", in_functions=False)
+
+
+def test_the_architecture_page_lists_the_new_packages():
+    with open(ARCHITECTURE, encoding="utf-8") as page:
+        text = page.read()
+    for module in sorted(_in_package("tpu_compat.keras") | _in_package("tpu_compat.fidelity")
+                         | _in_package("tpu_compat.runtime") | {"tpu_compat.pytest_plugin"}):
+        name = MODULES[module].rpartition(os.sep)[2]
+        if name != "__init__.py":
+            assert name in text, f"docs/architecture.md does not list {module}"

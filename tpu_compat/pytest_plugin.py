@@ -307,14 +307,14 @@ def tpu_resolver(pytestconfig):
     _layout(pytestconfig).backend()
     from tpu_compat.distribute.cluster_resolver import TPUClusterResolver
     from tpu_compat.runtime import resolver as resolver_lib
+    from tpu_compat.patching import registry
     from tpu_compat.patching.changes import Changes
-    from tpu_compat.fidelity import numerics
     resolver = TPUClusterResolver()
     resolver_lib.connect_to_cluster(resolver)
     resolver_lib.initialize_tpu_system(resolver)
     # --tpu-compat-numerics tpu: the fixtures' replica steps round as install()'s do.
     changes = Changes()
-    numerics.install(changes)
+    registry.apply_alone("numerics", changes)  # install()'s own row
     yield resolver
     changes.undo()
     resolver_lib.shutdown_tpu_system(resolver)

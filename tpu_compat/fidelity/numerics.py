@@ -52,7 +52,6 @@ from tpu_compat._tf_internals import math_ops
 from tpu_compat._tf_internals import ops
 
 from tpu_compat import settings
-from tpu_compat.runtime import emulated
 from tpu_compat.fidelity import numerics_ops
 
 __all__ = ["ROWS", "RoundedOp", "active", "enabled", "install", "on_host",
@@ -133,8 +132,12 @@ def on_host():
         _host.depth -= 1
 
 
-def active():
-    """Whether an op created now runs in a replica step at DEFAULT precision."""
+def active(emulated_extended):
+    """Whether an op created now runs in a replica step at DEFAULT precision.
+
+    ``emulated_extended``: the emulated TPU's ``StrategyExtended`` class, given
+    by ``install()``'s row (this package sits below runtime/ and does not import it).
+    """
     if getattr(_host, "depth", 0):
         return False
     # The program's own switch, read when the step is traced (tf2xla reads
@@ -145,7 +148,7 @@ def active():
         return False
     context = distribute_lib.get_replica_context()
     return (context is not None
-            and isinstance(context.strategy.extended, emulated.EmulatedTPUExtended))
+            and isinstance(context.strategy.extended, emulated_extended))
 
 
 # -- the rounding ------------------------------------------------------------------
@@ -216,12 +219,12 @@ def round_operands(row, arguments):
     return changed
 
 
-def _rounding(original, row):
+def _rounding(original, row, emulated_extended):
     signature = inspect.signature(original)
 
     @functools.wraps(original)
     def rounded(*args, **kwargs):
-        if not active():
+        if not active(emulated_extended):
             return original(*args, **kwargs)
         bound = signature.bind(*args, **kwargs)
         if numerics_ops.recorder() is None:
@@ -240,11 +243,17 @@ def _rounding(original, row):
     return rounded
 
 
-def install(changes):
-    """Wraps each row's function (recorded in ``changes``) when numerics is ``tpu``."""
+def install(changes, emulated_extended):
+    """Wraps each row's function (recorded in ``changes``) when numerics is ``tpu``.
+
+    The wrappers round in replica steps of strategies whose extended is an
+    ``emulated_extended`` (:class:`tpu_compat.runtime.emulated.EmulatedTPUExtended`,
+    passed by the registry's "numerics" row).
+    """
     if not enabled():
         return
     numerics_ops.configure()
     for row in ROWS:
         module = _MODULES[row.module]
-        changes.replace(module, row.function, _rounding(getattr(module, row.function), row))
+        changes.replace(module, row.function,
+                        _rounding(getattr(module, row.function), row, emulated_extended))

@@ -22,7 +22,7 @@ from tpu_compat import deprecation, settings
 from tpu_compat.patching.changes import Changes
 from tpu_compat.patching.import_router import ImportRouter
 
-__all__ = ["PATCHES", "InstallHandle", "Patch", "check_order", "install",
+__all__ = ["PATCHES", "InstallHandle", "Patch", "apply_alone", "check_order", "install",
            "is_installed", "uninstall"]
 
 
@@ -91,8 +91,11 @@ def _protobuf_text(installation):
 
 
 def _numerics(installation):
-    from tpu_compat.fidelity import numerics  # pylint: disable=import-outside-toplevel
-    numerics.install(installation.changes)
+    # pylint: disable=import-outside-toplevel
+    from tpu_compat.fidelity import numerics
+    from tpu_compat.runtime import emulated
+    # fidelity/ sits below runtime/: the emulated TPU's class is handed down here.
+    numerics.install(installation.changes, emulated.EmulatedTPUExtended)
 
 
 def _pod_sessions(installation):
@@ -193,6 +196,26 @@ def check_order(patches=PATCHES):
 
 
 check_order()
+
+
+def apply_alone(name, changes):
+    """Applies the row ``name`` of :data:`PATCHES` alone, recorded in ``changes``.
+
+    What ``install()`` does for that row, without the others: the pytest
+    plugin's fixtures make their replica steps round as ``install()``'s do
+    (row "numerics") without routing TensorFlow's names. Only rows that need
+    neither the import router nor an ``install()`` argument can stand alone.
+    """
+    rows = {row.name: row for row in PATCHES}
+    if name not in rows:
+        raise ValueError(f"{name!r} is not a row of the registry; rows: {sorted(rows)}")
+    row = rows[name]
+    if row.option is not None or row.each_call or name in _NEEDS_THE_ROUTER:
+        raise ValueError(f"patch {name!r} cannot be applied outside install()")
+    row.apply(_Installation(changes, None, None))
+
+
+_NEEDS_THE_ROUTER = frozenset({"keras", "import redirects", "tf1"})
 
 
 # -- install() / uninstall() ---------------------------------------------------------
