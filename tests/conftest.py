@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from tpu_compat import tf_support
+from tpu_compat import _process, tf_support
 
 import fork_server
 
@@ -29,6 +29,11 @@ SCENARIOS = os.path.join(REPO_ROOT, "tests", "scenarios")
 EXAMPLES = os.path.join(REPO_ROOT, "examples")
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# What `tpu-compat run` exports before TensorFlow's import (tf-keras, oneDNN
+# off), before anything here imports it: the in-process tests (tpu8), the fork
+# server and every fresh child then compute with the Keras and the kernels a
+# user's `tpu-compat run` gets (test_fork_server.py compares them).
+os.environ.update(_process.tensorflow_environment(os.environ))
 # In-process TensorFlow tests use the default 8-core emulated TPU.
 os.environ.setdefault("TPU_COMPAT_NUM_REPLICAS", "8")
 for _var in ("TPU_NAME", "KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_CONFIG",

@@ -135,7 +135,9 @@ def run(launch, command=tpu_compat_command):
     """
     started_at, start = time.time(), time.monotonic()
     try:
-        finished = _process.run_in_own_group(
+        # A script run by `python SCRIPT` (verify's migrated one) imports the
+        # TensorFlow `tpu-compat run` does, so the two compute alike (_process).
+        finished = _process.run_tensorflow_child(
             command(launch), launch.timeout, cwd=launch.cwd,
             env=_environment(launch), stdin=subprocess.DEVNULL)
     except OSError as error:
