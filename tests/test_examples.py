@@ -39,6 +39,9 @@ def _full_batch_sgd_reference():
 
 
 @pytest.mark.whole_program(ci_replicas=8)
+# interpreter: one whole legacy program (TF 1.x graph mode, under `tpu-compat
+# run`) on each Python CI has; the others' programs are the version matrix's.
+@pytest.mark.interpreter
 @pytest.mark.parametrize("replicas", [1, 2, 8])
 def test_tf1_example_matches_numpy_full_batch_sgd(tf1_runs, replicas):
     numbers = tf1_runs[replicas]
