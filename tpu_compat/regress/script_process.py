@@ -135,8 +135,8 @@ def run(launch, command=tpu_compat_command):
     """
     started_at, start = time.time(), time.monotonic()
     try:
-        # A script run by `python SCRIPT` (verify's migrated one) imports the
-        # TensorFlow `tpu-compat run` does, so the two compute alike (_process).
+        # Started in what `tpu-compat run` exports before TensorFlow's import
+        # (_process), whichever ``command`` runs the script.
         finished = _process.run_tensorflow_child(
             command(launch), launch.timeout, cwd=launch.cwd,
             env=_environment(launch), stdin=subprocess.DEVNULL)
