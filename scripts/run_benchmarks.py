@@ -428,8 +428,10 @@ def run_one(benchmark, smoke, scratch):
     if benchmark.reader == "json":
         arguments += ["--json", json_path]
     timeout = SMOKE_TIMEOUT if smoke else benchmark.timeout
-    finished = _process.run_in_own_group([sys.executable, benchmark.script, *arguments],
-                                         timeout, env=child_env(), cwd=REPO)
+    # Native and tpu_compat runs alike import TensorFlow as `tpu-compat run`
+    # does (its kernels, its Keras): the figures compare like with like.
+    finished = _process.run_tensorflow_child([sys.executable, benchmark.script, *arguments],
+                                             timeout, env=child_env(), cwd=REPO)
     name = os.path.relpath(benchmark.script, REPO)
     if finished.timed_out:
         return None, f"{name} did not finish within {timeout:.0f} s; it was stopped"

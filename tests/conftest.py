@@ -10,7 +10,6 @@ The emulated TPU's device layout is fixed once per process, so:
 
 import ast
 import atexit
-import fnmatch
 import os
 import re
 import signal
@@ -20,7 +19,7 @@ import time
 
 import pytest
 
-from tpu_compat import tf_support
+from tpu_compat import _process, tf_support
 
 import fork_server
 
@@ -29,6 +28,11 @@ SCENARIOS = os.path.join(REPO_ROOT, "tests", "scenarios")
 EXAMPLES = os.path.join(REPO_ROOT, "examples")
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# What `tpu-compat run` exports before TensorFlow's import (tf-keras, oneDNN
+# off), before anything here imports it: the in-process tests (tpu8), the fork
+# server and every fresh child then compute with the Keras and the kernels a
+# user's `tpu-compat run` gets (test_fork_server.py compares them).
+os.environ.update(_process.tensorflow_environment(os.environ))
 # In-process TensorFlow tests use the default 8-core emulated TPU.
 os.environ.setdefault("TPU_COMPAT_NUM_REPLICAS", "8")
 for _var in ("TPU_NAME", "KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS", "TPU_CONFIG",
@@ -89,7 +93,7 @@ def pytest_pycollect_makemodule(module_path, parent):
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if _slow_in_ci(item.nodeid):
+        if _declared_slow(item):
             item.add_marker(pytest.mark.slow)
     if TF_INSTALLED:
         return
@@ -102,77 +106,38 @@ def pytest_collection_modifyitems(items):
             item.add_marker(skip)
 
 
-# -- slow: left out of CI for its 20-minute budget -------------------------------
+# -- slow, and whole_program: what CI's time goes to, declared by each test ------
 #
 # CI (.ci/run, README's test command) runs `-m "not slow"`; scripts/slow_tests.sh
-# runs the rest before a release. Besides the tests marked in their modules,
-# these are slow because each runs whole programs in subprocesses, and each is
-# a wider run of a claim a cheaper test keeps in CI: the other replica counts
-# of a whole program whose 8-core run stays (test_parity keeps 1, 2 and 8 for
-# the parity rules themselves; module fixtures build their runs with
-# lazy_runs, so a deselected count costs nothing), the 2-host parity runs
-# (the pod fault, docs and device tests keep a pod in CI), the Keras CNN whose
-# empty batches the in-process guard test covers.
-SLOW_IN_CI = (
-    "tests/test_pod_parity.py::*",
-    "tests/test_estimator_pod.py::test_pod_equals_one_host_and_the_cpu",
-    "tests/test_era_programs.py::*[[]1[]]",
-    "tests/test_era_programs.py::*[[]2[]]",
-    "tests/test_empty_replica_batches.py::*[[]8-1[]]",
-    "tests/test_empty_replica_batches.py::*[[]8-None[]]",
-    "tests/test_empty_replica_batches.py::*[[]2-1[]]",
-    "tests/test_empty_replica_batches.py::*[[]1-1[]]",
-    "tests/test_contrib_programs.py::*[[]1[]]",
-    "tests/test_contrib_programs.py::*[[]2[]]",
-    "tests/test_keras_tpu_model.py::*[[]1[]]",
-    "tests/test_keras_tpu_model.py::*[[]2[]]",
-    "tests/test_infeed_outfeed.py::*[[]1-*",
-    "tests/test_infeed_outfeed.py::*[[]2-*",
-    "tests/test_keras.py::test_tf115_graph_fit_runs_steps_per_run_steps_per_host_call[[]2[]]",
-    # [1] keeps the claim in CI. (This run also showed the session-close
-    # stall that runtime/device_input.py removes; test_device_input.py keeps
-    # that in CI.)
-    "tests/test_keras.py::test_tf115_graph_fit_runs_steps_per_run_steps_per_host_call[[]8[]]",
-    # All three counts of the eager eras' Keras programs: test_era_programs'
-    # TF 2.x Keras program keeps 8-core Keras parity in CI, and this file's
-    # in-process tests the eras' steps_per_run / experimental_steps_per_execution.
-    "tests/test_keras.py::test_eager_eras_match_one_device[[]8[]]",
-    "tests/test_keras.py::test_eager_eras_match_one_device[[]1[]]",
-    "tests/test_keras.py::test_eager_eras_match_one_device[[]2[]]",
-    "tests/test_examples.py::test_tf2_example_is_independent_of_the_replica_count[[]2[]]",
-    "tests/test_examples.py::test_tf1_example_matches_numpy_full_batch_sgd[[]1[]]",
-    "tests/test_examples.py::test_tf1_example_matches_numpy_full_batch_sgd[[]2[]]",
-    "tests/test_migrate_upgrade.py::test_upgraded_script_runs_with_legacy_warnings_as_errors_and_same_numbers[[]s0[!0]*",
-    "tests/test_migrate_upgrade.py::test_upgraded_script_runs_with_legacy_warnings_as_errors_and_same_numbers[[]tf2*",
-    "tests/test_migrate_prefilter.py::test_tf_keras_files_the_tree_check_rejects_have_no_findings",
-    "tests/test_backend.py::test_auto_emulates_8_cores_without_contacting_anything[[]grpc*",
-    "tests/test_backend.py::test_auto_emulates_8_cores_without_contacting_anything[[]my-old*",
-    "tests/test_backend.py::test_asking_for_missing_hardware_is_a_clear_error[[]gpu*",
-    "tests/test_pod_faults.py::test_tf_config_two_machine_recipe_on_loopback",
-    "tests/test_pod_docs.py::test_chief_joins_the_workers_tf_config_names",
-    # The TPUEstimator parity program on 2 cores; 1 and 8 stay in CI, with
-    # test_parity's 1, 2 and 8 for the replica rules themselves.
-    "tests/test_estimator.py::test_tpu_runs_equal_the_single_device_reference[[]2[]]",
-    # Every example against its golden file; test_regress's changed-learning-rate
-    # test keeps regress --check against a golden file in CI, and test_examples
-    # the examples' numbers.
-    "tests/test_regress.py::test_examples_pass_their_golden_files",
-    # SIGTERM with a stopped worker: the same shutdown path as ctrl-c, whose
-    # case stays in CI.
-    "tests/test_pod_faults.py::test_interrupt_with_a_stopped_worker_ends_the_run_and_its_workers[[]sigterm[]]",
-    # 1 and 2 hosts of the TF 1.13-1.15 session idiom; test_pod_devices and the
-    # pod fault tests keep a pod's sessions in CI.
-    "tests/test_pod_session_idiom.py::*",
-    # The pod benchmark's smoke run: the heaviest of them (the emulated pod's
-    # chief and worker and native MultiWorkerMirroredStrategy's workers, each a
-    # TensorFlow process; about 58 s of CPU). The other benchmarks' smoke runs
-    # stay in CI, and the pod tests keep the pod itself there.
-    "tests/test_benchmarks_smoke.py::test_benchmark_smoke_run_exits_0_with_its_figures[[]pod[]]",
-)
+# runs the rest before a release. A test declares its own cost where it is
+# written, and says there which cheaper test keeps its claim in CI:
+#
+# * ``@pytest.mark.slow`` (or a ``pytest.param(..., marks=pytest.mark.slow)``)
+#   for a test, or a case of one, that CI leaves out;
+# * ``@pytest.mark.whole_program(ci_replicas=8)`` for a test that runs a whole
+#   program in subprocesses once per replica count (its ``replicas``
+#   parameter): CI runs the counts named (an int, a tuple, or ``()`` for none),
+#   the other counts are slow. Adding a replica count to such a test adds
+#   nothing to CI's time; a module fixture builds its runs with lazy_runs, one
+#   run per program and count that a selected test asks for.
+WHOLE_PROGRAM = "whole_program"
 
 
-def _slow_in_ci(nodeid):
-    return any(fnmatch.fnmatchcase(nodeid, pattern) for pattern in SLOW_IN_CI)
+def _ci_replicas(marker):
+    chosen = marker.kwargs.get("ci_replicas", 8)
+    return (chosen,) if isinstance(chosen, int) else tuple(chosen)
+
+
+def _declared_slow(item):
+    """Whether ``item``'s whole_program marker leaves its case out of CI."""
+    marker = item.get_closest_marker(WHOLE_PROGRAM)
+    if marker is None:
+        return False
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if "replicas" not in params:
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.{WHOLE_PROGRAM} needs a "
+                                f"'replicas' parameter to choose CI's runs by")
+    return params["replicas"] not in _ci_replicas(marker)
 
 
 class lazy_runs(dict):  # pylint: disable=invalid-name

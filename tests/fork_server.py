@@ -4,9 +4,12 @@ Why: importing TensorFlow 2.21 costs about 6 s of CPU, and the suite runs
 `tpu-compat run` in a subprocess a few hundred times (other replica counts,
 graph mode and the command line need a process of their own, see conftest).
 On CI's 2 cores that import alone was a third of the 20-minute budget. A
-server per pytest process imports TensorFlow once, as `tpu-compat run` would
-(``TF_USE_LEGACY_KERAS=1``, which the runner sets before its import, and the
-suite's ``TF_CPP_MIN_LOG_LEVEL``), and forks a child per run. Importing
+server per pytest process imports TensorFlow once, as `tpu-compat run` would:
+in ``tpu_compat._process.tensorflow_environment``, the variables the runner
+exports before its import (``TF_USE_LEGACY_KERAS=1``,
+``TF_ENABLE_ONEDNN_OPTS=0``: its Keras and its kernels), computed by the client
+from the settings table, and the suite's ``TF_CPP_MIN_LOG_LEVEL``; it forks a
+child per run. Importing
 TensorFlow initializes no devices and starts no thread of TensorFlow's (one
 of OpenBLAS's, whose library handles fork), so each child still chooses its
 own device layout, as a fresh process does.
@@ -44,12 +47,10 @@ import threading
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWITCH_VAR = "TPU_COMPAT_TEST_FORK_SERVER"
 STARTUP_TIMEOUT_SECONDS = 300.0
-# Spelled here rather than taken from tpu_compat.settings.LEGACY_KERAS_VAR: the
-# server runs this file, and importing tpu_compat in it before TensorFlow
-# would leave tpu_compat modules in every forked child, which a fresh
-# `python -m tpu_compat` process does not start with. test_fork_server.py
-# checks that the two spellings agree.
-LEGACY_KERAS_VAR = "TF_USE_LEGACY_KERAS"
+# The server runs this file: importing tpu_compat in it before TensorFlow would
+# leave tpu_compat modules in every forked child, which a fresh
+# `python -m tpu_compat` process does not start with. So the client functions
+# below import it when called, and the server never does.
 
 # Read when the interpreter starts or TensorFlow (NumPy, OpenBLAS, oneDNN) is
 # imported: a request must agree with the server on these.
@@ -72,20 +73,19 @@ def enabled(environ=None):
 
 
 def server_environment(env):
-    """The environment the server imports TensorFlow in, for requests like ``env``."""
-    server_env = dict(env)
-    server_env[LEGACY_KERAS_VAR] = "1"  # what the runner sets before TF's import
-    return server_env
+    """The environment the server imports TensorFlow in, for requests like ``env``:
+    ``env`` plus what the runner exports before TensorFlow's import."""
+    from tpu_compat import _process  # pylint: disable=import-outside-toplevel
+    return _process.tensorflow_environment(env)
 
 
 def forkable(args, env, server_env):
     """Whether ``python -m tpu_compat ARGS`` with ``env`` may run forked."""
     if not args or args[0] != "run":
         return False
-    # The runner sets TF_USE_LEGACY_KERAS=1 unless the user chose; the server
-    # imported TensorFlow with it.
-    env = dict(env)
-    env.setdefault(LEGACY_KERAS_VAR, "1")
+    # The runner exports its pre-import variables unless the user chose; the
+    # server imported TensorFlow with them.
+    env = server_environment(env)
     names = {name for name in set(env) | set(server_env) if _startup_variable(name)}
     return all(env.get(name) == server_env.get(name) for name in names)
 

@@ -32,6 +32,7 @@ def _aiplatform_reference(steps=12, batch=16, learning_rate=0.05):
     return w, b, eval_mse, batches
 
 
+@pytest.mark.whole_program(ci_replicas=8)
 @pytest.mark.parametrize("replicas", REPLICAS)
 def test_aiplatform_template_matches_numpy(tmp_path, replicas):
     result = check_ok(run_scenario(
@@ -56,6 +57,7 @@ def test_aiplatform_template_matches_numpy(tmp_path, replicas):
         assert f"contrib_aiplatform_tpu.py" in result.stderr and f"[{rule}]" in result.stderr
 
 
+@pytest.mark.whole_program(ci_replicas=8)
 @pytest.mark.parametrize("replicas", REPLICAS)
 def test_colab_keras_bring_up_matches_numpy(replicas):
     result = check_ok(run_scenario("contrib_colab_keras.py", replicas, tf1=True))

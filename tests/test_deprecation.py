@@ -11,6 +11,10 @@ from tpu_compat import deprecation
 from tpu_compat.deprecation import TPUCompatDeprecationWarning
 from conftest import REPO_ROOT, run_cli, subprocess_env
 
+# interpreter: which line a warning names (stacklevel, frames) is the
+# interpreter's (3.12 changed it once), so CI's Python 3.12 lane runs these too.
+pytestmark = pytest.mark.interpreter
+
 
 def _legacy_call():
     deprecation.warn_legacy("TPC001")  # stands in for an adapter method

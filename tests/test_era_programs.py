@@ -57,6 +57,7 @@ def _same(numbers, got, want, keys, rtol=RTOL):
 
 # -- items 1-3: tensorflow.python.keras, mixed_precision.experimental, keras.experimental
 
+@pytest.mark.whole_program(ci_replicas=8)
 @pytest.mark.parametrize("replicas", REPLICAS)
 def test_tf2_keras_program_matches_one_device(keras_runs, replicas):
     numbers = keras_runs[replicas]
@@ -131,6 +132,7 @@ def test_kaggle_flowers_custom_loop_runs_unchanged(tmp_path):
 
 # -- item 4: TF 1.15 graph-mode Keras in a custom loop under the compat.v1 strategy
 
+@pytest.mark.whole_program(ci_replicas=8)
 @pytest.mark.parametrize("replicas", REPLICAS)
 def test_tf115_graph_keras_loop_matches_one_device(graph_runs, replicas):
     numbers = graph_runs[replicas]
@@ -146,6 +148,7 @@ def test_tf115_graph_keras_loop_matches_one_device(graph_runs, replicas):
 
 # -- items 5-7: the TPU host, TPU devices, device lists naming absent GPUs -----------
 
+@pytest.mark.whole_program(ci_replicas=8)
 @pytest.mark.parametrize("replicas", REPLICAS)
 def test_host_input_pipeline_and_tpu_devices(host_runs, replicas):
     numbers = host_runs[replicas]
@@ -157,6 +160,7 @@ def test_host_input_pipeline_and_tpu_devices(host_runs, replicas):
     assert numbers["tpu_last_on_core"] == 1 and numbers["tpu_first_on_core"] == 1
 
 
+@pytest.mark.whole_program(ci_replicas=8)
 @pytest.mark.parametrize("replicas", REPLICAS)
 def test_mirrored_strategy_on_absent_gpus(host_runs, replicas):
     numbers = host_runs[replicas]

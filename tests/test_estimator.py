@@ -45,6 +45,8 @@ def runs():
 
 
 @pytest.mark.requires_tf
+# 1 and 8 in CI, with test_parity's 1, 2 and 8 for the replica rules themselves.
+@pytest.mark.whole_program(ci_replicas=(1, 8))
 @pytest.mark.parametrize("replicas", REPLICAS)
 def test_tpu_runs_equal_the_single_device_reference(runs, replicas):
     reference, numbers = runs["cpu"], runs[replicas]

@@ -43,6 +43,7 @@ def _numbers(runs, name):
     return parse_numbers(runs[name])
 
 
+@pytest.mark.slow  # 2-host parity; the pod tests keep a pod in CI
 def test_pod_equals_one_host_and_the_cpu(runs):
     reference = _numbers(runs, "cpu")
     compared = [key for key in reference if not key.startswith(NOT_COMPARED)]

@@ -38,6 +38,10 @@ def _full_batch_sgd_reference():
     return weights.sum(), bias[0]
 
 
+@pytest.mark.whole_program(ci_replicas=8)
+# interpreter: one whole legacy program (TF 1.x graph mode, under `tpu-compat
+# run`) on each Python CI has; the others' programs are the version matrix's.
+@pytest.mark.interpreter
 @pytest.mark.parametrize("replicas", [1, 2, 8])
 def test_tf1_example_matches_numpy_full_batch_sgd(tf1_runs, replicas):
     numbers = tf1_runs[replicas]
@@ -50,6 +54,7 @@ def test_tf1_example_matches_numpy_full_batch_sgd(tf1_runs, replicas):
             assert numbers[key] == pytest.approx(value, rel=1e-5, abs=1e-6)
 
 
+@pytest.mark.whole_program(ci_replicas=8)
 @pytest.mark.parametrize("replicas", [2, 8])
 def test_tf2_example_is_independent_of_the_replica_count(tf2_runs, replicas):
     assert tf2_runs[replicas]["replicas"] == replicas

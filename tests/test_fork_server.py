@@ -2,7 +2,10 @@
 
 tests/fork_server.py forks `tpu-compat run` from a process that has imported
 TensorFlow; this compares such a run with a fresh one, field by field, so that
-a difference shows here rather than as a puzzling failure elsewhere.
+a difference shows here rather than as a puzzling failure elsewhere. That
+includes what TensorFlow fixed at its import (oneDNN's kernels on or off, the
+Keras ``tf.keras`` is): a forked child, a fresh `tpu-compat run` and the suite's
+own process (the in-process ``tpu8`` tests) compute with the same kernels.
 """
 
 import json
@@ -17,16 +20,21 @@ import fork_server
 pytestmark = pytest.mark.requires_tf
 
 _PROBE = """\
-import json, os, sys
+import importlib, json, os, sys
 import numpy as np
 import tensorflow as tf
 import tf_keras
+from tensorflow.python.util import _pywrap_util_port
 print("RESULT " + json.dumps({
     "argv": sys.argv, "orig_argv": sys.orig_argv[1:], "cwd": os.getcwd(),
     "path": sys.path, "stdin": sys.stdin.read(), "name": __name__,
     "env": {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
     "tf_keras": tf.keras.Model is tf_keras.Model,
-    "devices": len(tf.config.list_logical_devices("CPU")),
+    "devices": [d.name for d in tf.config.list_logical_devices()],
+    # Fixed when TensorFlow was imported (port.cc caches TF_ENABLE_ONEDNN_OPTS).
+    "onednn": _pywrap_util_port.IsMklEnabled(),
+    "keras": [tf.keras.__name__,
+              importlib.import_module(tf.keras.__name__.partition(".")[0]).__version__],
     "draw": float(np.random.uniform()),
 }))
 print("to stderr", file=sys.stderr)
@@ -62,7 +70,14 @@ def test_a_forked_run_sees_what_a_fresh_process_sees(server, tmp_path):
     seen = [_result(run) for run in forked + [fresh]]
     draws = [view.pop("draw") for view in seen]
     assert seen[0] == seen[1] == seen[2]
-    assert seen[0]["tf_keras"] and seen[0]["devices"] == 2
+    assert seen[0]["tf_keras"] and seen[0]["keras"][1].startswith("2.")
+    assert seen[0]["devices"] == ["/device:CPU:0", "/device:CPU:1"]
+    assert seen[0]["onednn"] is False  # `tpu-compat run` turns oneDNN off
+    # This process, where the tpu8 tests run, imported the same TensorFlow.
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tensorflow.python.util import _pywrap_util_port  # pylint: disable=import-outside-toplevel
+    assert _pywrap_util_port.IsMklEnabled() is seen[0]["onednn"]
+    assert tf.keras.__name__ == seen[0]["keras"][0]
     assert len(set(draws)) == 3, "NumPy's generator must be seeded afresh in each child"
 
 
@@ -92,6 +107,8 @@ def test_a_forked_run_past_its_timeout_is_killed_as_subprocess_run_kills(server,
     (("run", "x.py"), {"TF_CONFIG": "{}", "TPU_COMPAT_NUM_REPLICAS": "2"}, True),
     (("run", "x.py"), {"TF_USE_LEGACY_KERAS": "1"}, True),
     (("run", "x.py"), {"TF_USE_LEGACY_KERAS": "0"}, False),
+    (("run", "x.py"), {"TF_ENABLE_ONEDNN_OPTS": "0"}, True),
+    (("run", "x.py"), {"TF_ENABLE_ONEDNN_OPTS": "1"}, False),
     (("run", "x.py"), {"TF_CPP_MIN_LOG_LEVEL": "0"}, False),
     (("run", "x.py"), {"PYTHONPATH": "/elsewhere"}, False),
     (("run", "x.py"), {"OMP_NUM_THREADS": "1"}, False),
@@ -104,8 +121,10 @@ def test_runs_that_depend_on_how_a_process_starts_go_fresh(args, overrides, expe
     assert fork_server.forkable(args, {**env, **overrides}, server_env) is expected
 
 
-def test_the_server_spells_the_legacy_keras_variable_as_the_runner_does():
-    # fork_server.py cannot import tpu_compat (see its comment), so it spells
-    # the variable itself; a rename in settings.py must reach it too.
-    from tpu_compat import settings
-    assert fork_server.LEGACY_KERAS_VAR == settings.LEGACY_KERAS_VAR
+def test_the_server_imports_tensorflow_in_what_the_runner_exports_before_its_import():
+    from tpu_compat import runner
+    exported = {}
+    runner.prepare_environment(environ=exported)
+    server_env = fork_server.server_environment({})
+    for name in ("TF_USE_LEGACY_KERAS", "TF_ENABLE_ONEDNN_OPTS"):
+        assert server_env[name] == exported[name], name

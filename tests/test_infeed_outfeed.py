@@ -38,6 +38,7 @@ def _weights(stdout):
     return np.array([float(v) for v in line.split(":", 1)[1].split()])
 
 
+@pytest.mark.whole_program(ci_replicas=8)
 @pytest.mark.parametrize("feed", ["threads", "per_step"])
 @pytest.mark.parametrize("replicas", [1, 2, 8])
 def test_infeed_outfeed_program_matches_numpy(replicas, feed, tmp_path):

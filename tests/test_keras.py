@@ -61,6 +61,10 @@ def _chunk_ends():
 
 # -- TF 1.15, graph mode -------------------------------------------------------
 
+# [1] keeps the claim in CI. (Its 8-core run also showed the session-close
+# stall that runtime/device_input.py removes; test_device_input.py keeps
+# that in CI.)
+@pytest.mark.whole_program(ci_replicas=1)
 @pytest.mark.parametrize("replicas", [1, 2, 8])
 def test_tf115_graph_fit_runs_steps_per_run_steps_per_host_call(replicas):
     result = _result(run_scenario("keras_tf115_graph.py", replicas, tf1=True,
@@ -101,6 +105,10 @@ def test_tf115_graph_fit_runs_steps_per_run_steps_per_host_call(replicas):
 
 # -- TF 1.15 (eager), TF 2.0/2.1, TF 2.2/2.3 -------------------------------------
 
+# No count in CI: test_era_programs' TF 2.x Keras program keeps 8-core Keras
+# parity there, and this file's in-process tests the eras' steps_per_run /
+# experimental_steps_per_execution.
+@pytest.mark.whole_program(ci_replicas=())
 @pytest.mark.parametrize("replicas", [1, 2, 8])
 def test_eager_eras_match_one_device(replicas):
     result = _result(run_scenario("keras_eager_eras.py", replicas,

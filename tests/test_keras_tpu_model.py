@@ -59,6 +59,7 @@ def iris_runs():
         run_scenario("keras_tpu_iris.py", replicas, tf1=True)))
 
 
+@pytest.mark.whole_program(ci_replicas=8)
 @pytest.mark.parametrize("replicas", [1, 2, 8])
 def test_iris_colab_numpy_fit_matches_one_device(iris_runs, replicas):
     result = _result(iris_runs[replicas])
@@ -84,6 +85,7 @@ def test_using_single_core_runs_one_core():
     _same_training(got, want)
 
 
+@pytest.mark.whole_program(ci_replicas=8)
 @pytest.mark.parametrize("replicas", [1, 2, 8])
 def test_template_input_fn_fit_matches_one_device(replicas, tmp_path):
     result = _result(run_scenario(

@@ -206,6 +206,7 @@ def _tf_keras():
     return list(spec.submodule_search_locations)[0] if spec else None
 
 
+@pytest.mark.slow  # scans all of tf_keras
 @pytest.mark.skipif(_tf_keras() is None, reason="tf_keras is not installed")
 def test_tf_keras_files_the_tree_check_rejects_have_no_findings():
     """Every tf_keras file whose code names a rule but whose Python tree the

@@ -88,6 +88,7 @@ def pod_run(tmp_path_factory):
 # -- "How to run": the two-machine recipe, on loopback ----------------------------
 
 @pytest.mark.requires_tf
+@pytest.mark.slow
 def test_chief_joins_the_workers_tf_config_names(pod_run):
     numbers, _, _ = pod_run
     assert numbers["POD_SPAWNED"] == 0.0

@@ -16,7 +16,8 @@ import pytest
 
 from conftest import check_ok, parse_numbers, process_gone, run_scenario
 
-pytestmark = pytest.mark.requires_tf
+# Slow: The 2-host parity runs: the pod fault, docs and device tests keep a pod in CI.
+pytestmark = [pytest.mark.requires_tf, pytest.mark.slow]
 
 REPLICAS = 8
 KINDS = ("ctl", "tf1", "keras")

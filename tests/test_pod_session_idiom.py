@@ -15,7 +15,9 @@ import pytest
 
 from conftest import check_ok, run_scenario
 
-pytestmark = pytest.mark.requires_tf
+# Slow: 1 and 2 hosts of the TF 1.13-1.15 session idiom: test_pod_devices and the
+# pod fault tests keep a pod's sessions in CI.
+pytestmark = [pytest.mark.requires_tf, pytest.mark.slow]
 
 REPLICAS = 4
 

@@ -616,7 +616,10 @@ def test_checked_in_golden_files_are_8_replicas_seed_0():
         assert recorded.numbers["replicas"] == 8
 
 
+# Slow: test_regress's changed-learning-rate test keeps regress --check against
+# a golden file in CI, and test_examples the examples' numbers.
 @pytest.mark.requires_tf
+@pytest.mark.slow
 def test_examples_pass_their_golden_files():
     result = run_cli("regress", "examples", "--check", "--golden", "examples/golden")
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]

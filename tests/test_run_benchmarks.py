@@ -137,3 +137,23 @@ def test_release_checklist_commands_name_existing_scripts():
     assert paths
     missing = [p for p in paths if not os.path.isfile(os.path.join(REPO_ROOT, p))]
     assert missing == []
+
+
+def test_each_benchmark_program_starts_in_runs_tensorflow_environment(monkeypatch, tmp_path):
+    # Native and tpu_compat figures alike come from TensorFlow imported as
+    # `tpu-compat run` imports it (oneDNN off, tf-keras): like with like.
+    from tpu_compat import _process, settings  # pylint: disable=import-outside-toplevel
+    started = []
+
+    def record(command, timeout, **popen_kwargs):
+        started.append(popen_kwargs["env"])
+        return _process.Finished(None, "", "")  # as if it timed out: nothing to read
+
+    monkeypatch.setattr(_process, "run_in_own_group", record)
+    monkeypatch.delenv(settings.ONEDNN_VAR, raising=False)
+    for benchmark in run_benchmarks.BY_NAME.values():
+        _, problem = run_benchmarks.run_one(benchmark, True, str(tmp_path))
+        assert "did not finish" in problem
+    assert len(started) == len(run_benchmarks.BY_NAME)
+    assert all(env[settings.ONEDNN_VAR] == "0" and env[settings.LEGACY_KERAS_VAR] == "1"
+               for env in started)

@@ -10,7 +10,9 @@ import pytest
 
 from conftest import SCENARIOS, assert_one_error_line, run_cli, subprocess_env
 
-pytestmark = pytest.mark.requires_tf
+# interpreter: `python SCRIPT`'s view (runpy, sys.argv, tracebacks) is the
+# interpreter's, so CI's Python 3.12 lane runs these too.
+pytestmark = [pytest.mark.requires_tf, pytest.mark.interpreter]
 
 PROBE = os.path.join(SCENARIOS, "runner_probe.py")
 

@@ -14,6 +14,14 @@ process group holds everything it starts, and that whole group is killed:
 The new session also keeps a terminal's Ctrl-C from reaching the child
 directly: the parent decides, and kills the group. A process that starts a
 session of its own leaves the group and is out of reach; nothing else is.
+
+A child that imports TensorFlow (a pod worker, a regress/verify script, a
+benchmark program) is started with :func:`start_tensorflow_child` /
+:func:`run_tensorflow_child`, whose environment before that import is
+:func:`tensorflow_environment`'s: what ``tpu-compat run`` exports before its
+own import of TensorFlow. So every such child computes with the kernels and
+the Keras a ``tpu-compat run`` program gets (tests/fork_server.py starts the
+test suite's TensorFlow from it too).
 """
 
 import contextlib
@@ -24,7 +32,8 @@ import subprocess
 import threading
 from typing import Optional
 
-__all__ = ["Finished", "kill_group", "run_in_own_group", "start_in_own_group",
+__all__ = ["Finished", "kill_group", "run_in_own_group", "run_tensorflow_child",
+           "start_in_own_group", "start_tensorflow_child", "tensorflow_environment",
            "terminate_as_exit"]
 
 # After SIGKILL the pipes close at once; a bounded wait covers a process
@@ -98,6 +107,49 @@ def run_in_own_group(command, timeout, **popen_kwargs):
         raise
     finally:
         kill_group(process)  # whatever the child left running
+
+
+def tensorflow_import_rows():
+    """The settings rows ``tpu-compat run`` exports that TensorFlow reads at import.
+
+    Computed from the table (tpu_compat/settings.py): the rows ``run`` exports
+    as defaults whose variable is TensorFlow's own (``TF_*``: which Keras
+    ``tf.keras`` is, whether oneDNN's kernels are used). tpu_compat's own rows
+    are read after the import, by the runner in the child.
+    """
+    from tpu_compat import settings  # pylint: disable=import-outside-toplevel
+    return [row for row in settings.ROWS
+            if settings.RUN in row.exported_by and row.variable.startswith("TF_")]
+
+
+def tensorflow_environment(environ=None):
+    """``environ`` (default ``os.environ``), copied, plus what ``tpu-compat run``
+    exports before it imports TensorFlow: each of :func:`tensorflow_import_rows`
+    at run's default unless ``environ`` chose it (the user's choice stands,
+    as it does for ``run``).
+
+    A child started with it imports the TensorFlow a ``tpu-compat run`` program
+    imports: same Keras, same kernels (``TF_ENABLE_ONEDNN_OPTS``), hence the
+    same numbers.
+    """
+    from tpu_compat import settings  # pylint: disable=import-outside-toplevel
+    env = dict(os.environ if environ is None else environ)
+    names = [row.name for row in tensorflow_import_rows()]
+    settings.export(settings.resolve(settings.RUN, env, names=names), env)
+    return env
+
+
+def start_tensorflow_child(command, env=None, **popen_kwargs):
+    """:func:`start_in_own_group` for a child that imports TensorFlow, in
+    :func:`tensorflow_environment` (``env``, default ``os.environ``)."""
+    return start_in_own_group(command, env=tensorflow_environment(env), **popen_kwargs)
+
+
+def run_tensorflow_child(command, timeout, env=None, **popen_kwargs):
+    """:func:`run_in_own_group` for a child that imports TensorFlow, in
+    :func:`tensorflow_environment` (``env``, default ``os.environ``)."""
+    return run_in_own_group(command, timeout, env=tensorflow_environment(env),
+                            **popen_kwargs)
 
 
 @contextlib.contextmanager

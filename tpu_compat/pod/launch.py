@@ -89,7 +89,10 @@ def _spawn(task, addresses, cores):
         command.append("--kill-with-parent")
     # stdin is the pipe whose closing ends the worker.
     try:
-        process = _process.start_in_own_group(
+        # The chief's own TensorFlow was imported in this environment under
+        # `tpu-compat run`; a program that installed tpu_compat itself gets
+        # workers with run's kernels and Keras all the same (_process).
+        process = _process.start_tensorflow_child(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
             env=_worker_environment())
     except BaseException:

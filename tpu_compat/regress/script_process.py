@@ -135,7 +135,9 @@ def run(launch, command=tpu_compat_command):
     """
     started_at, start = time.time(), time.monotonic()
     try:
-        finished = _process.run_in_own_group(
+        # Started in what `tpu-compat run` exports before TensorFlow's import
+        # (_process), whichever ``command`` runs the script.
+        finished = _process.run_tensorflow_child(
             command(launch), launch.timeout, cwd=launch.cwd,
             env=_environment(launch), stdin=subprocess.DEVNULL)
     except OSError as error:
