@@ -12,7 +12,7 @@ import argparse
 import math
 import os
 
-from tpu_compat import _config, settings
+from tpu_compat import _config, _paths, settings
 from tpu_compat.commands.regress import (DEFAULT_TIMEOUT_SECONDS, add_seed_arguments,
                                          interruptible,
                                          non_negative_float, number_type,
@@ -113,8 +113,9 @@ def _print(text=""):
 
 
 def run_numerics_diff(args):
-    if not os.path.isfile(args.script):
-        raise UsageError(f"tpu-compat numerics-diff: error: {args.script}: no such file")
+    problem = _paths.not_a_regular_file(args.script)
+    if problem:
+        raise UsageError(f"tpu-compat numerics-diff: error: {problem}")
     chosen = settings.resolve(settings.REGRESS, names=_SETTINGS,
                               flags={name: getattr(args, name) for name in _SETTINGS})
     options = measure.RunOptions(replicas=chosen.num_replicas, timeout=args.timeout,
