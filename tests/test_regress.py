@@ -190,6 +190,18 @@ def test_golden_round_trip_keeps_order_and_non_finite_values(tmp_path):
      '"seed": 0, "numbers": {"loss": "low"}}', "numbers['loss'] is 'low', not a number"),
     ('{"format": "tpu-compat-regress-golden", "format_version": 1, "replicas": 0, '
      '"seed": 0, "numbers": {}}', "\"replicas\" is 0"),
+    # Issue 33: what --replicas refuses is not suggested as --replicas N.
+    ('{"format": "tpu-compat-regress-golden", "format_version": 1, '
+     '"replicas": 99999999999999999999, "seed": 0, "numbers": {}}',
+     "\"replicas\" is 99999999999999999999 (allowed: 1 to 4096)"),
+    ('{"format": "tpu-compat-regress-golden", "format_version": 1, "replicas": 8, '
+     '"seed": -1, "numbers": {}}', "\"seed\" is -1 (allowed: 0 to 4294967295, or null)"),
+    # Issue 33: JSON's 1e999 parses as infinity.
+    ('{"format": "tpu-compat-regress-golden", "format_version": 1, "replicas": 8, '
+     '"seed": 0, "numbers": {"loss": 1e999}}', "numbers['loss'] is beyond float's range"),
+    ('{"format": "tpu-compat-regress-golden", "format_version": 1, "replicas": 8, '
+     '"seed": 0, "numbers": {"loss": 1' + "0" * 400 + '}}',
+     "numbers['loss'] is beyond float's range"),
 ])
 def test_bad_golden_files_name_the_file(tmp_path, content, message):
     path = tmp_path / "x.json"
