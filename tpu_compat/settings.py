@@ -156,7 +156,7 @@ ROWS = (
     Setting(
         "numerics_ops", "TPU_COMPAT_NUMERICS_OPS", _config.step_and_file,
         {RUN: None, LIBRARY: None},
-        values="`STEP:FILE`, STEP from 1",
+        values=f"`STEP:FILE`, STEP from 1 to {_config.MAX_STEP}",
         meaning="with `--numerics tpu`: record each rounded op that replica 0 runs in "
                 "its STEP-th replica step (its op, your line, how far its rounding moves "
                 "its output) and write them to FILE (JSON) at exit; `numerics-diff "

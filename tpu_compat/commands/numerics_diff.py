@@ -49,7 +49,8 @@ def register(subparsers):
                         help="exit 1 when a number moved by more than R relative "
                              "(default: report only)")
     parser.add_argument("--ops-at-step", metavar="N", dest="ops_at_step",
-                        type=number_type("--ops-at-step", _config.positive_int),
+                        type=number_type("--ops-at-step", lambda name, value: _config.integer_in(
+                            name, value, 1, _config.MAX_STEP)),
                         help="also list the rounded ops replica 0 runs in its N-th replica "
                              "step (1-based, counting every step run: training, evaluation "
                              "and prediction), by how far the rounding moves each op's "
