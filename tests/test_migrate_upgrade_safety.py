@@ -138,3 +138,39 @@ def test_a_file_over_the_per_file_limit_is_reported_and_skipped(tmp_path, capsys
     monkeypatch.setenv("TPU_COMPAT_MAX_FILE_BYTES", "lots")
     assert cli_main([command, *extra, str(big)]) == 2
     assert "TPU_COMPAT_MAX_FILE_BYTES='lots' is not valid" in capsys.readouterr().err
+
+
+# -- issue 33: a legacy call inside a decorator ---------------------------------------------
+
+
+def test_legacy_call_in_a_decorator_gets_its_todo_and_the_file_its_other_rewrites():
+    source = ("import tensorflow as tf\n"
+              "strategy = tf.distribute.experimental.TPUStrategy(resolver)\n"
+              "@deco(strategy.make_dataset_iterator(ds))\n"
+              "def f():\n"
+              "    pass\n"
+              "it = strategy.make_dataset_iterator(ds)\n")
+    new_text, outcomes = upgrade.upgrade_text(source, "deco.py")
+    todo = ("# TODO(tpu_compat): TPC009 "
+            "iter(strategy.experimental_distribute_dataset(dataset))\n")
+    assert new_text == ("import tensorflow as tf\n"
+                        "strategy = tf.distribute.TPUStrategy(resolver)\n"
+                        + todo +
+                        "@deco(strategy.make_dataset_iterator(ds))\n"
+                        "def f():\n"
+                        "    pass\n"
+                        + todo +
+                        "it = strategy.make_dataset_iterator(ds)\n")
+    assert len(outcomes) == 3
+
+
+@pytest.mark.parametrize("updated,edits,line", [
+    ("a\nB\nc\nX\ne\n", [(2, 3)], 4),          # after an edit, the changed line
+    ("a\nbQ\nc\nd\ne\n", [], 2),
+    ("a\nB\nc\nX\nE\n", [(2, 3), (8, 9)], 4),  # between two edits
+    ("A\nb\nc\nd\ne\n", [(2, 3)], 1),
+])
+def test_the_guard_names_the_line_that_changed(updated, edits, line):
+    from tpu_compat.migrate import _preserve
+    assert _preserve.unchanged_outside("a\nb\nc\nd\ne\n", updated, edits) == (
+        f"the rewrite would change the file outside its edits (near line {line})")

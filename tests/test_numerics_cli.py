@@ -47,7 +47,9 @@ def test_numerics_ops_is_step_colon_file_and_only_numerics_diff_sets_it(tmp_path
     parse = settings.row("numerics_ops").parse
     record = tmp_path / "ops.json"
     assert parse("V", f"3:{record}") == (3, str(record))
+    assert parse("V", f"1000000000:{record}") == (10**9, str(record))
     for bad in ("3", f"0:{record}", f"x:{record}", "3:", f"3:{tmp_path}",
+                f"1000000001:{record}", f"{'9' * 30}:{record}",  # issue 33: bounded
                 f"3:{tmp_path / 'absent' / 'ops.json'}"):
         with pytest.raises(_config.ConfigError, match=f"^V={re.escape(repr(bad))} is not "
                                                       f"valid; expected STEP:FILE"):

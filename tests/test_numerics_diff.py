@@ -133,10 +133,10 @@ def test_ops_at_step_reaches_the_tpu_run_only_and_is_reported(tmp_path, monkeypa
 
 
 def test_ops_at_step_takes_a_positive_step():
-    for bad in ("0", "1.5"):
+    for bad in ("0", "1.5", "1000000001"):  # issue 33: bounded as TPU_COMPAT_NUMERICS_OPS
         result = run_cli("numerics-diff", "--ops-at-step", bad, "absent.py")
-        assert_one_error_line(result, f"--ops-at-step={bad!r} is not valid; expected a "
-                                      f"positive integer")
+        assert_one_error_line(result, f"--ops-at-step={bad!r} is not valid; expected an "
+                                      f"integer from 1 to 1000000000")
 
 
 @pytest.mark.requires_tf

@@ -173,6 +173,32 @@ def _first_line(process, timeout=START_TIMEOUT):
     return lines[0]
 
 
+# /proc/net/tcp{,6}'s hex local addresses on loopback: 127.0.0.0/8 (little-endian
+# 32-bit words, so the 127 is the last byte), ::1, and ::ffff:127.x.y.z.
+_LOOPBACK_HEX = re.compile(r"[0-9A-F]{6}7F|0{24}01000000|0{16}FFFF0000[0-9A-F]{6}7F")
+
+
+def _listening_addresses(pid):
+    """The (hex address, port) pairs ``pid``'s own TCP sockets listen on (/proc)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    found = []
+    for table in ("tcp", "tcp6"):
+        with open(f"/proc/{pid}/net/{table}", encoding="ascii") as handle:
+            for row in list(handle)[1:]:
+                fields = row.split()
+                if fields[3] == "0A" and fields[9] in inodes:  # 0A: TCP_LISTEN
+                    address, port = fields[1].split(":")
+                    found.append((address, int(port, 16)))
+    return found
+
+
 def _held_port():
     """A listening socket on a loopback port (the port is taken while it lives)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -273,6 +299,12 @@ def test_worker_killed_mid_run_is_named_within_bound_and_nothing_is_left():
     chief = _Chief("300", "0.5")
     chief.wait_for("step: 2")
     workers = _worker_pids(chief.process.pid)
+    # Issue 33: TensorFlow's servers (no authentication) listen on loopback
+    # only, the workers' and the chief's (remote eager execution gives it one).
+    listening = {pid: _listening_addresses(pid) for pid in [chief.process.pid, *workers]}
+    assert all(listening.values()), listening
+    assert all(_LOOPBACK_HEX.fullmatch(address)
+               for found in listening.values() for address, _ in found), listening
     victim = _worker_pid(chief.process.pid, 1)
     os.kill(victim, signal.SIGKILL)
     code, seconds = chief.finish()

@@ -190,6 +190,18 @@ def test_golden_round_trip_keeps_order_and_non_finite_values(tmp_path):
      '"seed": 0, "numbers": {"loss": "low"}}', "numbers['loss'] is 'low', not a number"),
     ('{"format": "tpu-compat-regress-golden", "format_version": 1, "replicas": 0, '
      '"seed": 0, "numbers": {}}', "\"replicas\" is 0"),
+    # Issue 33: what --replicas refuses is not suggested as --replicas N.
+    ('{"format": "tpu-compat-regress-golden", "format_version": 1, '
+     '"replicas": 99999999999999999999, "seed": 0, "numbers": {}}',
+     "\"replicas\" is 99999999999999999999 (allowed: 1 to 4096)"),
+    ('{"format": "tpu-compat-regress-golden", "format_version": 1, "replicas": 8, '
+     '"seed": -1, "numbers": {}}', "\"seed\" is -1 (allowed: 0 to 4294967295, or null)"),
+    # Issue 33: JSON's 1e999 parses as infinity.
+    ('{"format": "tpu-compat-regress-golden", "format_version": 1, "replicas": 8, '
+     '"seed": 0, "numbers": {"loss": 1e999}}', "numbers['loss'] is beyond float's range"),
+    ('{"format": "tpu-compat-regress-golden", "format_version": 1, "replicas": 8, '
+     '"seed": 0, "numbers": {"loss": 1' + "0" * 400 + '}}',
+     "numbers['loss'] is beyond float's range"),
 ])
 def test_bad_golden_files_name_the_file(tmp_path, content, message):
     path = tmp_path / "x.json"
@@ -588,6 +600,28 @@ def test_cli_record_then_check_with_junit(fake_suite, tmp_path, capsys, plain_py
      "--replicas='100000' is not valid; expected an integer from 1 to 4096"),
     (["verify", "examples/tf1_linear_regression.py", "missing.py"],
      "tpu-compat verify: error: missing.py: no such file"),
+    # Issue 33: paths that exist but are not files are named for what they are, and
+    # outputs that could not be written are refused before any script runs.
+    (["verify", "examples", "examples/tf1_linear_regression.py"],
+     "tpu-compat verify: error: examples: not a file that can be read as a script "
+     "(a directory)"),
+    (["verify", "examples/tf1_linear_regression.py", "/dev/zero"],
+     "tpu-compat verify: error: /dev/zero: not a file that can be read as a script "
+     "(a character device)"),
+    (["numerics-diff", "/dev/zero"],
+     "tpu-compat numerics-diff: error: /dev/zero: not a file that can be read as a script "
+     "(a character device)"),
+    (["regress", "/dev/zero", "--check", "--golden", "g"],
+     "tpu-compat regress: error: /dev/zero: not a file or directory that can be read as a "
+     "script (a character device)"),
+    (["regress", "examples", "--check", "--golden", "g", "--junit-xml", "examples"],
+     "tpu-compat regress: error: --junit-xml=examples is a directory; expected the path of "
+     "the XML file to write"),
+    (["regress", "examples", "--check", "--golden", "g", "--junit-xml", "README.md/x.xml"],
+     "its directory"),
+    (["regress", "examples", "--record", "--golden", "README.md"],
+     "tpu-compat regress: error: --golden=README.md is not a directory; expected the "
+     "directory of golden files (made if needed)"),
     (["regress", "examples", "--check", "--golden", "g", "--backend", "fast"],
      "argument --backend: invalid choice: 'fast' (choose from 'auto', 'tpu', 'gpu', 'cpu')"),
     (["verify", "examples/tf1_linear_regression.py", "examples/tf1_linear_regression.py"],
@@ -600,6 +634,14 @@ def test_usage_errors(argv, message, capsys, monkeypatch):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_fifo_is_named_as_one(tmp_path, capsys):
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    assert cli.main(["verify", str(fifo), str(fifo)]) == 2
+    assert f"tpu-compat verify: error: {fifo}: not a file that can be read as a script " \
+           f"(a FIFO)" in capsys.readouterr().err
 
 
 # -- the repository's examples: a suite with checked-in golden files ---------------------------

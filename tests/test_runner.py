@@ -238,3 +238,27 @@ def test_uncaught_keyboard_interrupt_dies_by_sigint_as_under_python(tmp_path):
     assert (plain.returncode, shimmed.returncode) == (-signal.SIGINT, -signal.SIGINT)
     assert plain.stdout == shimmed.stdout == "exit handler ran\n"
     assert _traceback_of(shimmed.stderr) == _traceback_of(plain.stderr)
+
+
+def test_relative_script_double_dash_and_closed_stdout_as_under_python(tmp_path):
+    """Issue 33: python 3.9+ gives an absolute ``__file__`` (argv[0] as given), keeps
+    a ``--`` after the script in sys.argv, and exits 0 after ``sys.stdout.close()``."""
+    (tmp_path / "a.py").write_text(
+        "import json, sys\n"
+        "print('RESULT ' + json.dumps({'argv': sys.argv, 'file': __file__}))\n"
+        "sys.stdout.close()\n")
+    plain = _python("a.py", "--", "--help", cwd=str(tmp_path))
+    shimmed = run_cli("run", "--replicas", "1", "a.py", "--", "--help", cwd=str(tmp_path))
+    assert (plain.returncode, shimmed.returncode) == (0, 0), shimmed.stderr[-3000:]
+    assert _result(shimmed.stdout) == _result(plain.stdout) == {
+        "argv": ["a.py", "--", "--help"], "file": str(tmp_path / "a.py")}
+    assert "Traceback" not in shimmed.stderr, shimmed.stderr[-3000:]
+
+
+def test_module_keeps_a_double_dash_as_python_m_does(tmp_path):
+    (tmp_path / "probe_mod.py").write_text(
+        "import json, sys\nprint('RESULT ' + json.dumps(sys.argv[1:]))\n")
+    plain = _python("-m", "probe_mod", "--", "x", cwd=str(tmp_path))
+    shimmed = run_cli("run", "--replicas", "1", "-m", "probe_mod", "--", "x",
+                      cwd=str(tmp_path))
+    assert _result(shimmed.stdout) == _result(plain.stdout) == ["--", "x"]

@@ -36,7 +36,7 @@ def test_every_variable_has_one_row():
         "TPU_COMPAT_WARNINGS", "TPU_COMPAT_STRICT", "TPU_COMPAT_FIDELITY",
         "TPU_COMPAT_NUMERICS", "TPU_COMPAT_NUMERICS_OPS", "TPU_COMPAT_SEED",
         "TPU_COMPAT_POD_TIMEOUT", "TPU_COMPAT_POD_PORT", "TPU_COMPAT_POD_LOGS",
-        "TF_USE_LEGACY_KERAS", "TF_ENABLE_ONEDNN_OPTS", "TPU_COMPAT_MAX_FILE_BYTES"]
+        "TPU_COMPAT_TPU_TIMEOUT", "TF_USE_LEGACY_KERAS", "TF_ENABLE_ONEDNN_OPTS", "TPU_COMPAT_MAX_FILE_BYTES"]
     assert len({setting.name for setting in settings.ROWS}) == len(settings.ROWS)
     # Every TPU_COMPAT_* variable the package's docs and code mention is a row.
     mentioned = set()

@@ -41,6 +41,9 @@ MAX_SEED = 2**32 - 1
 # Timeouts: one day. Python's waits overflow long before 1e308 seconds, and a
 # timeout of days is one that never fires.
 MAX_SECONDS = 86400.0
+# Replica steps: a billion. A legacy program counts its steps in int64, but a
+# step past this is one no run reaches (at a step a millisecond, 11 days).
+MAX_STEP = 10**9
 
 # Numbers are ASCII: int() and float() also take other scripts' digits
 # ('\u0663', fullwidth '\uff18') and underscores, which no shell user means.
@@ -162,10 +165,11 @@ def step_and_file(name, value):
     step_text, colon, path = str(value).strip().partition(":")
     step = ascii_int(step_text)
     path = os.path.abspath(os.path.expanduser(path)) if path.strip() else ""
-    if not colon or step is None or step < 1 or not path or os.path.isdir(path) \
-            or not os.path.isdir(os.path.dirname(path)):
-        raise ConfigError(f"{name}={value!r} is not valid; expected STEP:FILE, STEP a "
-                          f"positive integer and FILE a file path whose directory exists")
+    if not colon or step is None or not 1 <= step <= MAX_STEP or not path \
+            or os.path.isdir(path) or not os.path.isdir(os.path.dirname(path)):
+        raise ConfigError(f"{name}={value!r} is not valid; expected STEP:FILE, STEP an "
+                          f"integer from 1 to {MAX_STEP} and FILE a file path whose "
+                          f"directory exists")
     return step, path
 
 

@@ -64,6 +64,7 @@ def main(argv=None):
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        args.raw_argv = argv  # what argparse dropped (`run`'s `--`)
         return args.handler(args)
     except (UsageError, *runner.own_errors()) as error:
         runner.print_own_error(error)

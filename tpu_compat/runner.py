@@ -246,9 +246,16 @@ def _execute(run, *args, **kwargs):
     except BaseException as error:  # pylint: disable=broad-except
         return _exit_status(_pod_failure_behind(error) or error)
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        _flush_standard_streams()
     return 0
+
+
+def _flush_standard_streams():
+    """Flushes stdout and stderr, unless the program closed them: python
+    exits 0 after ``sys.stdout.close()``, flushing nothing."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and not getattr(stream, "closed", False):
+            stream.flush()
 
 
 # An uncaught KeyboardInterrupt ended the program: python then ends by SIGINT,
@@ -262,8 +269,7 @@ def _exit_by_sigint_if_interrupted():
     dies by SIGINT when an uncaught KeyboardInterrupt ended the program."""
     if not _interrupted:
         return
-    sys.stdout.flush()
-    sys.stderr.flush()
+    _flush_standard_streams()
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGINT)
     # Delivered to this process at once; should it not be, the exit code
@@ -324,13 +330,16 @@ def run_script(path, args=(), tf1=False):
         raise RunError(f"cannot run {path!r}: no such file")
     with open(path, "rb") as handle:
         source = handle.read()
+    # Python 3.9+ makes the script's path absolute: __file__ and the code's
+    # file name (tracebacks); sys.argv[0] stays as given.
+    filename = os.path.abspath(path)
     try:
-        code = compile(source, path, "exec", dont_inherit=True)
+        code = compile(source, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as error:  # ValueError: null bytes (< 3.12)
         return _compile_error(error)
     _before_the_program()
     _install(tf1)
-    main = _new_main(__file__=path)
+    main = _new_main(__file__=filename)
     sys.argv = [path, *args]
     sys.path[0] = os.path.dirname(os.path.abspath(path))
     return _execute(exec, code, main.__dict__)

@@ -73,7 +73,8 @@ ROWS = (
         values="`auto`, `tpu`, `gpu`, `cpu`",
         meaning="hardware behind the strategies; `auto` uses a TPU if TensorFlow lists "
                 "local TPU devices or `TPU_NAME` is set, else GPUs, else CPU emulation, "
-                "and never touches the network; `regress` and `verify` run on the "
+                "and never touches the network (but to check, with `TPU_NAME` set, that "
+                "its TPU answers: `TPU_COMPAT_TPU_TIMEOUT`); `regress` and `verify` run on the "
                 "CPU emulation whatever accelerators the machine has, so golden files "
                 "check anywhere",
         summary="hardware", flag="--backend", flag_entries=(RUN, REGRESS),
@@ -155,7 +156,7 @@ ROWS = (
     Setting(
         "numerics_ops", "TPU_COMPAT_NUMERICS_OPS", _config.step_and_file,
         {RUN: None, LIBRARY: None},
-        values="`STEP:FILE`, STEP from 1",
+        values=f"`STEP:FILE`, STEP from 1 to {_config.MAX_STEP}",
         meaning="with `--numerics tpu`: record each rounded op that replica 0 runs in "
                 "its STEP-th replica step (its op, your line, how far its rounding moves "
                 "its output) and write them to FILE (JSON) at exit; `numerics-diff "
@@ -192,6 +193,15 @@ ROWS = (
                 "chief's TensorFlow log after a pod fault); unset, no log outlives the run "
                 "([pod slices](docs/pods.md#faults))",
         show=_unset_as("not kept")),
+    Setting(
+        "tpu_timeout", "TPU_COMPAT_TPU_TIMEOUT", _config.positive_seconds,
+        {RUN: 30.0, PYTEST: 30.0, LIBRARY: 30.0},
+        values=f"seconds, above 0, at most {_config.MAX_SECONDS:g}",
+        meaning="how long the TPU that `TPU_NAME` names may take to answer before the "
+                "program starts (a `grpc://` address: its gRPC server; a name: the GCE "
+                "metadata server TensorFlow looks it up with); then one error naming "
+                "`TPU_NAME`, exit code 2",
+        show=lambda value: f"{value:g}"),
     Setting(
         "legacy_keras", "TF_USE_LEGACY_KERAS", _config.any_text,
         {RUN: _LEGACY_KERAS_FOR_RUN, LIBRARY: None},
@@ -239,6 +249,7 @@ NUMERICS_OPS_VAR = _BY_NAME["numerics_ops"].variable
 SEED_VAR = _BY_NAME["seed"].variable
 POD_TIMEOUT_VAR = _BY_NAME["pod_timeout"].variable
 POD_PORT_VAR = _BY_NAME["pod_port"].variable
+TPU_TIMEOUT_VAR = _BY_NAME["tpu_timeout"].variable
 POD_LOGS_VAR = _BY_NAME["pod_logs"].variable
 LEGACY_KERAS_VAR = _BY_NAME["legacy_keras"].variable
 ONEDNN_VAR = _BY_NAME["onednn"].variable

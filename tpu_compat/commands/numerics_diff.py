@@ -12,7 +12,7 @@ import argparse
 import math
 import os
 
-from tpu_compat import _config, settings
+from tpu_compat import _config, _paths, settings
 from tpu_compat.commands.regress import (DEFAULT_TIMEOUT_SECONDS, add_seed_arguments,
                                          interruptible,
                                          non_negative_float, number_type,
@@ -49,7 +49,8 @@ def register(subparsers):
                         help="exit 1 when a number moved by more than R relative "
                              "(default: report only)")
     parser.add_argument("--ops-at-step", metavar="N", dest="ops_at_step",
-                        type=number_type("--ops-at-step", _config.positive_int),
+                        type=number_type("--ops-at-step", lambda name, value: _config.integer_in(
+                            name, value, 1, _config.MAX_STEP)),
                         help="also list the rounded ops replica 0 runs in its N-th replica "
                              "step (1-based, counting every step run: training, evaluation "
                              "and prediction), by how far the rounding moves each op's "
@@ -113,8 +114,9 @@ def _print(text=""):
 
 
 def run_numerics_diff(args):
-    if not os.path.isfile(args.script):
-        raise UsageError(f"tpu-compat numerics-diff: error: {args.script}: no such file")
+    problem = _paths.not_a_regular_file(args.script)
+    if problem:
+        raise UsageError(f"tpu-compat numerics-diff: error: {problem}")
     chosen = settings.resolve(settings.REGRESS, names=_SETTINGS,
                               flags={name: getattr(args, name) for name in _SETTINGS})
     options = measure.RunOptions(replicas=chosen.num_replicas, timeout=args.timeout,

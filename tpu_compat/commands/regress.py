@@ -11,7 +11,7 @@ import os
 import sys
 import textwrap
 
-from tpu_compat import _config, _process, settings
+from tpu_compat import _config, _paths, _process, settings
 from tpu_compat.exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, UsageError
 from tpu_compat.regress import compare, junit, measure, script_process, suite, verify
 
@@ -174,7 +174,24 @@ def _show_outcome(outcome, mode):
         _print(_indented(note))
 
 
+def _check_outputs(args):
+    """Refuses, before any script runs, outputs that could not be written after."""
+    if os.path.exists(args.golden) and not os.path.isdir(args.golden):
+        raise UsageError(f"tpu-compat regress: error: --golden={args.golden} is not a "
+                         f"directory; expected the directory of golden files"
+                         + (" (made if needed)" if args.mode == "record" else ""))
+    if args.junit_xml:
+        parent = os.path.dirname(os.path.abspath(args.junit_xml))
+        if os.path.isdir(args.junit_xml):
+            raise UsageError(f"tpu-compat regress: error: --junit-xml={args.junit_xml} is "
+                             f"a directory; expected the path of the XML file to write")
+        if not os.path.isdir(parent):
+            raise UsageError(f"tpu-compat regress: error: --junit-xml={args.junit_xml}: "
+                             f"its directory {parent} does not exist")
+
+
 def run_regress(args):
+    _check_outputs(args)
     options = _run_options(args)
     try:
         scripts = suite.discover(args.paths, skip_dirs=[args.golden])
@@ -219,8 +236,9 @@ def _show_side(label, path, result):
 
 def run_verify(args):
     for path in (args.legacy, args.migrated):
-        if not os.path.isfile(path):
-            raise UsageError(f"tpu-compat verify: error: {path}: no such file")
+        problem = _paths.not_a_regular_file(path)
+        if problem:
+            raise UsageError(f"tpu-compat verify: error: {problem}")
     options = _run_options(args)
     _print(f"tpu-compat verify: {args.legacy} (legacy, under the shim) against "
            f"{args.migrated} (migrated, --warnings=error --strict on) with "

@@ -34,11 +34,9 @@ def handle(args):
                                fidelity=args.fidelity, hosts=args.num_hosts,
                                numerics=args.numerics)
     tf_support.require_tensorflow()
-    script_args = list(args.args)
+    script_args = _script_arguments(args)
     try:
         if args.module is not None:
-            if args.target is not None:
-                script_args.insert(0, args.target)
             return runner.run_module(args.module, script_args, tf1=args.tf1)
         return runner.run_script(args.target, script_args, tf1=args.tf1)
     except runner.RunError as error:
@@ -47,3 +45,25 @@ def handle(args):
         # Exit 1, in python's words (python: "<python>: No module named x").
         print(f"tpu-compat run: {error}", file=sys.stderr)
         return EXIT_FAILURE
+
+
+def _script_arguments(args):
+    """The arguments after SCRIPT (or ``-m MODULE``), exactly as given.
+
+    argparse takes a ``--`` right after SCRIPT as its own separator and drops
+    it; python passes it to the script (``python a.py -- --help``: sys.argv
+    is ``['a.py', '--', '--help']``). The command line as given
+    (``args.raw_argv``, set by tpu_compat.cli) has it.
+    """
+    parsed = ([args.target] if args.module is not None and args.target is not None
+              else []) + list(args.args)
+    raw = getattr(args, "raw_argv", None)
+    if raw is None:
+        return parsed
+    anchors = ((args.module, f"-m{args.module}") if args.module is not None
+               else (args.target,))
+    for index, token in enumerate(raw):
+        tail = raw[index + 1:]
+        if token in anchors and tail in (parsed, ["--"] + parsed):
+            return tail
+    return parsed

@@ -79,7 +79,9 @@ def unchanged_outside(original: str, updated: str, edits: Iterable[Tuple[int, in
         found = _find_unit(updated, unit, position, anchored=index == 0,
                            at_end=index == len(units) - 1)
         if found is None:
-            return _where(original, unit_starts[index])
+            return _where(original, _mismatch(updated, unit, unit_starts[index], position,
+                                              anchored=index == 0,
+                                              at_end=index == len(units) - 1))
         position = found
     return None
 
@@ -111,6 +113,54 @@ def _match_unit(updated, unit, at):
             return None
         position += len(piece)
     return position
+
+
+def _mismatch(updated, unit, unit_start, start, anchored, at_end):
+    """The offset in the original of the first character of ``unit`` (which
+    starts there at ``unit_start``) that ``updated`` does not keep, so that
+    the message points at the changed line, not at where the kept text began.
+
+    The last unit must end the file: the common suffix says where it stops
+    matching. Another is placed where the longest prefix of its first piece
+    is found (binary search: a prefix found means every shorter one is)."""
+    if at_end and len(unit) == 1 and not anchored:
+        kept = len(_common_prefix(updated[::-1], unit[0][::-1]))
+        return unit_start + max(0, len(unit[0]) - kept - 1)
+    candidates = [start]
+    if not anchored:
+        low, high = 0, len(unit[0])
+        while low < high:
+            middle = (low + high + 1) // 2
+            if updated.find(unit[0][:middle], start) >= 0:
+                low = middle
+            else:
+                high = middle - 1
+        found = updated.find(unit[0][:low], start) if low else -1
+        while found >= 0 and len(candidates) < 64:
+            candidates.append(found)
+            found = updated.find(unit[0][:low], found + 1)
+    furthest = unit_start
+    for at in candidates:
+        position, offset = at, unit_start
+        for number, piece in enumerate(unit):
+            if number:
+                position = _TODO_LINES.match(updated, position).end()
+            kept = len(_common_prefix(updated[position:position + len(piece)], piece))
+            offset += kept
+            if kept < len(piece):
+                break
+            position += len(piece)
+        furthest = max(furthest, offset)
+    return furthest
+
+
+def _common_prefix(first, second):
+    size = 0
+    for a, b in zip(first, second):
+        if a != b:
+            break
+        size += 1
+    return first[:size]
 
 
 def _where(original, offset):

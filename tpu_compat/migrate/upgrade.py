@@ -249,15 +249,19 @@ class _RewriteFailed(Exception):
 def _check_preserved(module, text, new_text, rewriter):
     """Raises _RewriteFailed unless ``new_text`` is ``text`` outside the edited
     nodes, with only TODO lines added above statements (upgrade's guarantee)."""
-    nodes = rewriter.changed + rewriter.todo_statements
+    # A TODO goes on its own lines, right above its statement's first line:
+    # a decorated definition's first decorator (libcst's position of a
+    # definition starts at `def`/`class`, after its decorators).
+    firsts = {node: (node.decorators[0] if getattr(node, "decorators", None) else node)
+              for node in rewriter.todo_statements}
+    nodes = rewriter.changed + rewriter.todo_statements + list(firsts.values())
     code, spans = _positions.code_spans(module, nodes)
     if code != text:
         raise _RewriteFailed("libcst does not reproduce this file exactly")
     edits = [(spans[node][0], spans[node][2]) for node in rewriter.changed]
-    # A TODO goes on its own lines, right above its statement's first line.
     insertions = []
     for node in rewriter.todo_statements:
-        start = spans[node][1]
+        start = spans[firsts[node]][1]
         insertions.append(max(text.rfind("\n", 0, start), text.rfind("\r", 0, start)) + 1)
     problem = _preserve.unchanged_outside(text, new_text, edits, insertions)
     if problem is not None:

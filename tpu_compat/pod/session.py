@@ -20,6 +20,7 @@ taken (here), a worker that dies while the program runs (:mod:`.faults`).
 """
 
 import atexit
+import contextlib
 import dataclasses
 import os
 import threading
@@ -27,7 +28,7 @@ from typing import Optional, Tuple
 
 from tpu_compat import settings
 from tpu_compat.pod import config as pod_config
-from tpu_compat.pod import faults, launch
+from tpu_compat.pod import faults, launch, loopback
 from tpu_compat.pod.errors import PodError
 
 __all__ = ["Pod", "current_pod", "start"]
@@ -88,10 +89,20 @@ def _connect(addresses):
     # would treat the emulated pod as local): this process joins the cluster
     # as its coordinator, job "chief".
     from tpu_compat._tf_internals import eager_remote
-    eager_remote.connect_to_cluster(tf.train.ClusterSpec({"worker": list(addresses)}),
-                              job_name="chief")
+    # Connecting gives this process a TensorFlow server too (the workers call
+    # back): on loopback only when every worker is on this machine's loopback.
+    local = all(loopback.is_loopback_host(a.rpartition(":")[0]) for a in addresses)
+    try:
+        with loopback.loopback_only() if local else contextlib.nullcontext():
+            eager_remote.connect_to_cluster(
+                tf.train.ClusterSpec({"worker": list(addresses)}), job_name="chief")
+            # TensorFlow starts the server when the context initializes: here.
+            listed = tf.config.list_logical_devices()
+    except loopback.LoopbackUnavailable as error:
+        raise PodError(f"emulated pod: the chief would listen on every network "
+                       f"interface: keeping it to loopback is not possible here "
+                       f"({error})") from None
     devices = []
-    listed = tf.config.list_logical_devices()
     for task, address in enumerate(addresses):
         prefix = f"/job:worker/replica:0/task:{task}/device:"
         mine = [d.name for d in listed if d.name.startswith(prefix)]

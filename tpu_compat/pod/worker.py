@@ -21,6 +21,7 @@ stopped process too).
 """
 
 import argparse
+import contextlib
 import ctypes
 import os
 import signal
@@ -33,6 +34,7 @@ import time
 from tpu_compat.exit_codes import EXIT_INTERRUPTED, EXIT_PORT_TAKEN, EXIT_USAGE
 from tpu_compat import _config
 from tpu_compat.pod import config as pod_config
+from tpu_compat.pod import loopback
 
 READY_PREFIX = "tpu-compat worker "
 # Its error lines start so; the chief quotes them when the worker fails to start.
@@ -97,12 +99,13 @@ def _port_taken(address):
     Checked before importing TensorFlow (seconds), which reports the same
     failure only once its server starts; TensorFlow's check still stands.
     """
-    port = int(address.rsplit(":", 1)[-1])
+    host, _, port = address.rpartition(":")
     probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
-        # As TensorFlow's server binds: every interface, TIME_WAIT reusable.
+        # As the server will bind (_listening_scope): loopback for a loopback
+        # address, else every interface; TIME_WAIT reusable.
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        probe.bind(("", port))
+        probe.bind(("127.0.0.1" if loopback.is_loopback_host(host) else "", int(port)))
         probe.listen(1)
         return None
     except OSError as error:
@@ -185,6 +188,21 @@ def _checked_cluster(args):
     return workers, task
 
 
+def _listening_scope(address):
+    """Where the server may listen: loopback only for a loopback address.
+
+    TensorFlow's server listens on every interface and has no authentication;
+    a worker whose cluster address is loopback (every worker of an emulated
+    pod, ``localhost:P``) is reached on loopback only, so it listens there
+    alone (:mod:`tpu_compat.pod.loopback`). A worker of a real multi-machine
+    pod must be reachable from the others: TensorFlow's every interface
+    (docs/pods.md, "Two machines", says how to restrict that).
+    """
+    if not loopback.is_loopback_host(address.rpartition(":")[0]):
+        return contextlib.nullcontext()
+    return loopback.loopback_only()
+
+
 def _checked_cores(args):
     if args.cores is None:
         return 8 if args.device == "cpu" else 1
@@ -228,9 +246,14 @@ def serve(args):
     else:
         config = tf.compat.v1.ConfigProto(device_count={"CPU": cores, "GPU": 0})
     try:
-        server = tf.distribute.Server(
-            tf.train.ClusterSpec({"worker": workers}), job_name="worker",
-            task_index=task, protocol="grpc", config=config, start=True)
+        with _listening_scope(address):
+            server = tf.distribute.Server(
+                tf.train.ClusterSpec({"worker": workers}), job_name="worker",
+                task_index=task, protocol="grpc", config=config, start=True)
+    except loopback.LoopbackUnavailable as error:
+        _fail(EXIT_USAGE, f"worker {task} ({address}) would listen on every network "
+                          f"interface: keeping it to loopback is not possible here "
+                          f"({error})")
     except (tf.errors.UnknownError, tf.errors.InvalidArgumentError,
             tf.errors.UnavailableError) as error:
         port = address.rsplit(":", 1)[-1]

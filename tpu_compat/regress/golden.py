@@ -27,6 +27,7 @@ import os
 import platform
 from typing import Dict, Optional
 
+from tpu_compat import _config
 from tpu_compat._atomic import atomic_write
 from tpu_compat._version import __version__
 
@@ -92,7 +93,15 @@ def _decode(path, key, value):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise GoldenError(f"{path}: golden file is damaged: numbers[{key!r}] is "
                           f"{value!r}, not a number")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer literal past float's range
+        number = math.inf
+    if math.isinf(number):
+        # JSON's 1e999 parses as infinity; recorded infinities are "inf"/"-inf".
+        raise GoldenError(f"{path}: golden file is damaged: numbers[{key!r}] is beyond "
+                          f"float's range (infinities are written \"inf\" or \"-inf\")")
+    return number
 
 
 def write(path, golden):
@@ -129,10 +138,15 @@ def load(path):
                           f"{data.get('format_version')!r} is not supported "
                           f"(this tpu_compat reads {FORMAT_VERSION})")
     replicas, seed, numbers = data.get("replicas"), data.get("seed"), data.get("numbers")
-    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
-        raise GoldenError(f"{path}: golden file is damaged: \"replicas\" is {replicas!r}")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise GoldenError(f"{path}: golden file is damaged: \"seed\" is {seed!r}")
+    # The bounds --replicas and --seed accept: mismatch() suggests --replicas N.
+    if (isinstance(replicas, bool) or not isinstance(replicas, int)
+            or not 1 <= replicas <= _config.MAX_REPLICAS):
+        raise GoldenError(f"{path}: golden file is damaged: \"replicas\" is {replicas!r} "
+                          f"(allowed: 1 to {_config.MAX_REPLICAS})")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)
+                             or not 0 <= seed <= _config.MAX_SEED):
+        raise GoldenError(f"{path}: golden file is damaged: \"seed\" is {seed!r} "
+                          f"(allowed: 0 to {_config.MAX_SEED}, or null)")
     if not isinstance(numbers, dict):
         raise GoldenError(f"{path}: golden file is damaged: \"numbers\" is not an object")
     recorded_with = data.get("recorded_with")

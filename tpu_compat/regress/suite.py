@@ -16,6 +16,8 @@ import dataclasses
 import os
 from typing import Optional, Tuple
 
+from tpu_compat import _paths
+
 from tpu_compat.regress import compare, golden, measure, script_process, sidecar
 from tpu_compat.regress.measure import launch_for, tolerances
 
@@ -78,7 +80,7 @@ def discover(paths, skip_dirs=()):
                 relative = os.path.relpath(path, given)
                 scripts.append(Script(path, os.path.splitext(relative)[0].replace(os.sep, "/")))
         else:
-            raise DiscoveryError(f"{given}: no such file or directory")
+            raise DiscoveryError(_paths.not_a_regular_file(given, or_directory=True))
     if not scripts:
         raise DiscoveryError(f"no scripts (*.py) found in {', '.join(paths)}")
     owners = {}

@@ -148,6 +148,12 @@ def _decide(requested, replicas, environ):
             return Backend("tpu", replicas or len(local_tpus), (),
                            f"{len(local_tpus)} local TPU device(s) found")
         if named:
+            # TensorFlow's own lookup of TPU_NAME's TPU has no bound: asked
+            # first, with one (TPU_COMPAT_TPU_TIMEOUT).
+            from tpu_compat.runtime import tpu_name  # pylint: disable=import-outside-toplevel
+            why = tpu_name.unreachable(environ)
+            if why:
+                raise BackendUnavailableError(why)
             return Backend("tpu", replicas or 0, (),
                            f"{named[0]} names a Cloud TPU")
         if requested == "tpu":
