@@ -84,3 +84,24 @@ def test_tpu_estimator_contrastive_program_trains_as_one_device(tmp_path):
     for key, value in cpu.items():
         # Batch norm over the global batch makes the dense bias's gradient 0.
         assert tpu[key] == pytest.approx(value, rel=1e-4, abs=1e-6), key
+
+
+def test_replicas_differentiating_sums_in_different_orders_get_the_cause(tpu8):
+    """A replica-dependent graph would pair different sums' gradients: refused, not mixed."""
+    del tpu8
+
+    def computation(x):
+        replica = tf.get_static_value(
+            tf.distribute.get_replica_context().replica_id_in_sync_group)
+        first, second = lowlevel.cross_replica_sum(x), lowlevel.cross_replica_sum(2.0 * x)
+        if replica == 0:  # replica 0 reaches `second`'s gradient later than the others
+            second = tf.identity(tf.identity(tf.identity(second)))
+        else:
+            first = tf.identity(tf.identity(tf.identity(first)))
+        return tf.gradients(tf.reduce_sum(first) + tf.reduce_sum(second * second), x)[0]
+
+    with tf.Graph().as_default(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", TPUCompatDeprecationWarning)
+        with pytest.raises(lowlevel.cross_replica.CrossReplicaGradientOrderError,
+                           match="differentiated different cross_replica_sum ops"):
+            lowlevel.replicate(computation, [[tf.ones([3])] for _ in range(2)])

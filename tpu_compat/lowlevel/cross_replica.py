@@ -88,6 +88,10 @@ def _group_sums(strategy, per_replica, groups):
     """Cross-replica context: each replica gets the sum of its group, in order."""
     local = strategy.experimental_local_results(per_replica)
     devices = strategy.extended.worker_devices
+    if len(local) == 1 < len(devices):
+        # merge_call passes one value when every replica passed the same
+        # tensor (replicate's inputs may repeat one): each replica summed it.
+        local = local * len(devices)
     results = [None] * len(local)
     for group in groups:
         with ops.device(devices[group[0]]):
