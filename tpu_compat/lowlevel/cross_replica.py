@@ -88,6 +88,10 @@ def _group_sums(strategy, per_replica, groups):
     """Cross-replica context: each replica gets the sum of its group, in order."""
     local = strategy.experimental_local_results(per_replica)
     devices = strategy.extended.worker_devices
+    if len(local) == 1 < len(devices):
+        # merge_call passes one value when every replica passed the same
+        # tensor (replicate's inputs may repeat one): each replica summed it.
+        local = local * len(devices)
     results = [None] * len(local)
     for group in groups:
         with ops.device(devices[group[0]]):
@@ -102,16 +106,27 @@ def _group_sums(strategy, per_replica, groups):
     return values_lib.PerReplica(tuple(results))
 
 
-# The gradient of an all-reduce is the all-reduce of the gradient, as XLA
-# differentiates CrossReplicaSum. The forward sum is an Identity whose gradient
-# is overridden; the groups of each such op are kept here by graph (weakly: a
-# graph's id can be reused once it is collected, as each Estimator call builds
-# a new one) and op name.
+# The gradient of an all-reduce is the all-reduce of the gradient, per op, as
+# XLA differentiates CrossReplicaSum (TF r1.15 tensorflow/python/tpu/ops/
+# tpu_ops.py, _cross_replica_sum_grad). Each replica's result is
+# IdentityN(total, x): its value is the group's sum, but its gradient goes only
+# to this replica's own ``x``, as the replica's own op on a TPU; the merged sum
+# itself (an Add chain over every replica's ``x``) is never differentiated,
+# which would add the paths through the other replicas' computations a second
+# time. The groups of each such op, and which of its replica's sums it was
+# (the n-th), are kept here by graph (weakly: a graph's id can be reused once
+# it is collected, as each Estimator call builds a new one) and op name.
 _GRADIENT_NAME = "TPUCompatEmulatedCrossReplicaSum"
 _gradient_groups = weakref.WeakKeyDictionary()
+# Per graph: {replica id: how many sums that replica has built}.
+_sums_per_replica = weakref.WeakKeyDictionary()
 # How many emulated cross-replica sums were ever built (TPUEstimator checks that
 # a training model_fn built one: TF 1.15 required CrossShardOptimizer).
 _sums_built = 0
+
+
+class CrossReplicaGradientOrderError(RuntimeError):
+    """The replicas differentiated their cross-replica sums in different orders."""
 
 
 def sums_built():
@@ -120,28 +135,52 @@ def sums_built():
 
 
 @ops.RegisterGradient(_GRADIENT_NAME)
-def _cross_replica_sum_gradient(op, grad):
+def _cross_replica_sum_gradient(op, grad, _unused_grad=None):
+    """Inputs (total, x): no gradient to the merged total, the group sum of ``grad`` to x."""
     context = emulated_replica_context()
-    groups = _gradient_groups.get(op.graph, {}).get(op.name)
-    if context is None or groups is None:
-        return grad  # differentiated outside the replicas: nothing to meet
-    return _merged_group_sum(context, grad, groups)
+    entry = _gradient_groups.get(op.graph, {}).get(op.name)
+    if context is None or entry is None or grad is None:
+        return [None, grad]  # differentiated outside the replicas: nothing to meet
+    groups, index = entry
+    return [None, _merged_group_sum(context, grad, groups, index=index)]
 
 
-def _merged_group_sum(context, x, groups):
-    def merge(strategy, per_replica):
+def _merged_group_sum(context, x, groups, index=None):
+    def merge(strategy, per_replica, indices):
+        found = {int(i) for i in strategy.experimental_local_results(indices)}
+        if len(found) > 1:
+            # merge_call pairs the replicas' calls in the order each makes
+            # them: summing the gradients of different sums would be wrong
+            # numbers (or a shape error), so refuse with the cause.
+            raise CrossReplicaGradientOrderError(
+                f"the replicas differentiated different cross_replica_sum ops at "
+                f"the same time (each replica's sums number {sorted(found)}): the "
+                f"emulated TPU sums each op's gradients across the replicas when "
+                f"every replica reaches that op's gradient, so each replica's "
+                f"model_fn must build the same cross_replica_sum ops in the same "
+                f"order")
         return _group_sums(strategy, per_replica, groups)
-    return context.merge_call(merge, args=(x,))
+    return context.merge_call(merge, args=(x, -1 if index is None else index))
+
+
+def _replica_number(context):
+    replica = tf.get_static_value(context.replica_id_in_sync_group)
+    return -1 if replica is None else int(replica)
 
 
 def _emulated_cross_replica_sum(context, x, group_assignment, name):
     groups = _check_group_assignment(group_assignment, context.num_replicas_in_sync)
     with ops.name_scope(name, "CrossReplicaSum"):
-        total = _merged_group_sum(context, tf.convert_to_tensor(x), groups)
+        x = tf.convert_to_tensor(x)
+        total = _merged_group_sum(context, x, groups)
         graph = ops.get_default_graph()
-        with graph.gradient_override_map({"Identity": _GRADIENT_NAME}):
-            result = tf.identity(total)
-        _gradient_groups.setdefault(graph, {})[result.op.name] = groups
+        with graph.gradient_override_map({"IdentityN": _GRADIENT_NAME}):
+            result = tf.raw_ops.IdentityN(input=[total, x])[0]
+        counts = _sums_per_replica.setdefault(graph, {})
+        replica = _replica_number(context)
+        index = counts.get(replica, 0)
+        counts[replica] = index + 1
+        _gradient_groups.setdefault(graph, {})[result.op.name] = (groups, index)
     global _sums_built
     _sums_built += 1
     return result

@@ -1,0 +1,107 @@
+"""Issue #34 item 2: gradients through emulated cross-replica sums, per op.
+
+On a TPU the gradient of ``cross_replica_sum`` is the cross-replica sum of the
+gradient, op by op (TF r1.15 tensorflow/python/tpu/ops/tpu_ops.py,
+``_cross_replica_sum_grad``), so each replica's gradient is the gradient of the
+sum of every replica's loss. Two programs that differentiate two sums of
+different shapes (global batch-norm moments, a cross-replica concat) are
+checked against one device computing the same global batch:
+
+* in process: ``tf.compat.v1.tpu.replicate`` with ``tf.gradients`` inside;
+* a whole SimCLR-style TPUEstimator program on 8 cores
+  (tests/scenarios/contrastive_cross_replica_grads.py), trained with
+  ``CrossShardOptimizer``, against its own ``use_tpu=False`` run.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import check_ok, parse_numbers, run_scenario
+from tpu_compat import TPUCompatDeprecationWarning
+from tpu_compat import lowlevel
+
+pytestmark = [pytest.mark.requires_tf, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+N, ROWS, DIM = 8, 2, 3
+rng = np.random.RandomState(0)
+X = rng.randn(N, ROWS, DIM).astype(np.float32)
+W = rng.randn(N, ROWS, DIM).astype(np.float32)
+A = rng.randn(N * ROWS, DIM).astype(np.float32)
+
+
+def replica_loss(hidden, w, everyone):
+    """One replica's loss from its hidden rows and every replica's (a contrastive-like
+    loss: the other replicas' rows depend on this replica's through the global mean)."""
+    return tf.reduce_sum(hidden * w) + tf.reduce_sum(tf.square(everyone) * A)
+
+
+def one_device_gradient():
+    with tf.Graph().as_default():
+        x = tf.constant(X)
+        hidden = tf.tanh(x - tf.reduce_mean(tf.reshape(x, [-1, DIM]), axis=0))
+        everyone = tf.reshape(hidden, [-1, DIM])
+        total = tf.add_n([replica_loss(hidden[r], W[r], everyone) for r in range(N)])
+        gradient = tf.gradients(total, x)[0]
+        with tf.compat.v1.Session() as session:
+            return session.run(gradient)
+
+
+def replicated_gradient():
+    def computation(x, w, replica):
+        hidden = tf.tanh(x - lowlevel.cross_replica_sum(tf.reduce_mean(x, axis=0)) / N)
+        one_hot = tf.one_hot(replica, N)
+        everyone = lowlevel.cross_replica_sum(one_hot[:, None, None] * hidden[None])
+        loss = replica_loss(hidden, w, tf.reshape(everyone, [-1, DIM]))
+        return tf.gradients(loss, x)[0]
+
+    with tf.Graph().as_default():
+        inputs = [[tf.constant(X[r]), tf.constant(W[r]), tf.constant(r)] for r in range(N)]
+        outputs = lowlevel.replicate(computation, inputs)
+        with tf.compat.v1.Session() as session:
+            return np.stack([out[0] for out in session.run(outputs)])
+
+
+def test_replicate_gradients_equal_one_device(tpu8):
+    del tpu8
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TPUCompatDeprecationWarning)
+        got = replicated_gradient()
+    np.testing.assert_allclose(got, one_device_gradient(), rtol=1e-5, atol=1e-6)
+
+
+def test_tpu_estimator_contrastive_program_trains_as_one_device(tmp_path):
+    program = "contrastive_cross_replica_grads.py"
+    env = {"TPU_COMPAT_WARNINGS": "ignore"}
+    tpu = parse_numbers(check_ok(run_scenario(
+        program, 8, "--use_tpu", "--model_dir", str(tmp_path / "tpu"), env=env,
+        tf1=True)).stdout)
+    cpu = parse_numbers(check_ok(run_scenario(
+        program, 8, "--model_dir", str(tmp_path / "cpu"), env=env, tf1=True)).stdout)
+    assert len(tpu) == 12 and set(tpu) == set(cpu), (tpu, cpu)
+    for key, value in cpu.items():
+        # Batch norm over the global batch makes the dense bias's gradient 0.
+        assert tpu[key] == pytest.approx(value, rel=1e-4, abs=1e-6), key
+
+
+def test_replicas_differentiating_sums_in_different_orders_get_the_cause(tpu8):
+    """A replica-dependent graph would pair different sums' gradients: refused, not mixed."""
+    del tpu8
+
+    def computation(x):
+        replica = tf.get_static_value(
+            tf.distribute.get_replica_context().replica_id_in_sync_group)
+        first, second = lowlevel.cross_replica_sum(x), lowlevel.cross_replica_sum(2.0 * x)
+        if replica == 0:  # replica 0 reaches `second`'s gradient later than the others
+            second = tf.identity(tf.identity(tf.identity(second)))
+        else:
+            first = tf.identity(tf.identity(tf.identity(first)))
+        return tf.gradients(tf.reduce_sum(first) + tf.reduce_sum(second * second), x)[0]
+
+    with tf.Graph().as_default(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", TPUCompatDeprecationWarning)
+        with pytest.raises(lowlevel.cross_replica.CrossReplicaGradientOrderError,
+                           match="differentiated different cross_replica_sum ops"):
+            lowlevel.replicate(computation, [[tf.ones([3])] for _ in range(2)])
