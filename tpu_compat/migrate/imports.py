@@ -39,14 +39,27 @@ class Imported:
     snippets, notebook cells split from their imports). ``legacy`` is the
     scan finding made where this binding names a legacy symbol, so that its
     uses can be followed (upgrade rewrites a legacy import only when every
-    use is a constructor call).
+    use is a constructor call). ``others`` are the other paths the same name
+    may be bound to (``try: import tensorflow.compat.v1 as tf`` / ``except
+    ImportError: import tensorflow as tf``, or ``tf = tf.compat.v1``): scan
+    still reports what any of them names, and upgrade rewrites none of it,
+    since a rewrite valid for one module is not for the other.
     """
     path: str
     implicit: bool = False
     legacy: object = None
+    others: Tuple[str, ...] = ()
 
     def child(self, attribute, legacy=None):
-        return Imported(canonical(f"{self.path}.{attribute}"), self.implicit, legacy)
+        path = canonical(f"{self.path}.{attribute}")
+        others = dict.fromkeys(canonical(f"{other}.{attribute}") for other in self.others)
+        others.pop(path, None)  # tf.compat.v1.contrib.X is tf.contrib.X
+        return Imported(path, self.implicit, legacy, tuple(others))
+
+    @property
+    def paths(self):
+        """Every path this binding may stand for, ``path`` first."""
+        return (self.path, *self.others)
 
 
 def import_bindings(node: ast.Import) -> Iterable[Tuple[str, str]]:

@@ -44,6 +44,8 @@ def plan(planner, finding, rewrite):
 
 def _plan_import(planner, finding, target):
     site = finding.site
+    if not isinstance(site.import_statement, cst.ImportFrom):
+        return f"`import` of a legacy module: import {imports.table_name(target)}'s module instead"
     if not site.single_name:
         return "the import brings in other names too; split it by hand"
     for use, call in site.uses:
