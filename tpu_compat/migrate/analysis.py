@@ -305,9 +305,35 @@ class _Collector(cst.CSTVisitor):
         while targets:
             target = targets.pop()
             if isinstance(target, cst.Name):
-                self.deleted.setdefault(id(self._scope(target)), set()).add(target.value)
+                self._unbind(target)
             elif isinstance(target, (cst.Tuple, cst.List)):
                 targets.extend(element.value for element in target.elements)
+
+    # A `case` pattern that captures a name rebinds it (`case tf:` makes `tf`
+    # the subject, whatever it was): treated like `del`, as the scopes do not
+    # see these bindings.
+    def visit_MatchAs(self, node):
+        if node.name is not None:
+            self._unbind(node.name)
+
+    def visit_MatchStar(self, node):
+        if node.name is not None:
+            self._unbind(node.name)
+
+    def visit_MatchMapping(self, node):
+        if node.rest is not None:
+            self._unbind(node.rest)
+
+    def _unbind(self, name):
+        """Records that ``name`` may stop naming what it was bound to, in the
+        scope that owns it (the module's, under a function's `global tf`)."""
+        scope = self._scope(name) or (self._scope(self._statements[-1])
+                                      if self._statements else None)
+        if scope is None:
+            return
+        # libcst keeps a function's `global`/`nonlocal` names here.
+        owner = getattr(scope, "_scope_overwrites", {}).get(name.value, scope)
+        self.deleted.setdefault(id(owner), set()).add(name.value)
 
     def visit_NamedExpr(self, node):
         self._bind_target(node.target, node.value)

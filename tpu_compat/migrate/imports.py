@@ -137,8 +137,28 @@ def equivalent_paths(path: str) -> Tuple[str, ...]:
     return (path,)
 
 
+# TF 2 names that tensorflow.compat.v1 carries as the very same object (checked
+# against TF 2.21 by tests/test_migrate_table_walk.py): a program that binds
+# `tf` to compat.v1 can spell them through it. Other TF 2 names (tf.nest,
+# tf.distribute.TPUStrategy, ...) are absent from or differ in compat.v1.
+V1_MIRRORED = ("data.AUTOTUNE", "data.experimental", "distribute.cluster_resolver",
+               "tpu.experimental", "train.checkpoints_iterator", "train.list_variables",
+               "train.load_checkpoint", "keras.optimizers.schedules")
+_V1_COMPAT = "tensorflow.compat.v1"
+
+
+def _v1_mirror(path):
+    """``path``'s twin under tensorflow.compat.v1 when V1_MIRRORED says it is one."""
+    if not path.startswith(TENSORFLOW + ".") or path.startswith(TENSORFLOW + ".compat."):
+        return None
+    rest = path[len(TENSORFLOW) + 1:]
+    if any(rest == name or rest.startswith(name + ".") for name in V1_MIRRORED):
+        return f"{_V1_COMPAT}.{rest}"
+    return None
+
+
 def spell(target: str, visible: Mapping[str, str],
-          prefer: Sequence[str] = ()) -> Optional[str]:
+          prefer: Sequence[str] = (), through_v2: bool = False) -> Optional[str]:
     """How code can name the dotted path ``target`` through names in scope.
 
     ``visible`` maps names in scope to the module paths they are bound to
@@ -147,9 +167,19 @@ def spell(target: str, visible: Mapping[str, str],
     code already used at that spot), then the shortest spelling.
     Returns None when no visible name leads there: callers must then leave
     the code alone rather than add an import behind the user's back.
+    ``through_v2``: a TF 2 name may also be spelled through a compat.v1 alias
+    as ``tf.compat.v2.X`` (tensorflow.compat.v1.compat.v2 is the TF 2 API in
+    TF 1.15 and 2.x alike), when nothing shorter names it.
     """
     candidates = []
-    for variant in equivalent_paths(target):
+    variants = list(equivalent_paths(target))
+    mirror = _v1_mirror(target)
+    if mirror is not None:
+        variants.append(mirror)
+    if through_v2 and target.startswith(TENSORFLOW + ".") and not target.startswith(
+            TENSORFLOW + ".compat."):
+        variants.append(f"{_V1_COMPAT}.compat.v2{target[len(TENSORFLOW):]}")
+    for variant in variants:
         for name, path in visible.items():
             # Only through modules: a bare name bound to the target itself may
             # be one that this very upgrade just re-imported, and using it
