@@ -76,6 +76,17 @@ REWRITES = [
      "a = S(r, device_assignment=d)\nb = S(r)\n",
      "from tensorflow.compat.v2.distribute import TPUStrategy as S\n"
      "a = S(r, experimental_device_assignment=d)\nb = S(r)\n"),
+    # Exact equivalents, references included (issue 35), spelled through what
+    # `tf` is bound to: compat.v1 carries tf.data.AUTOTUNE and
+    # tf.distribute.cluster_resolver itself, and reaches tf.nest as tf.compat.v2.nest.
+    ("import tensorflow as tf\nds = ds.map(f, num_parallel_calls=tf.contrib.data.AUTOTUNE)\n",
+     "import tensorflow as tf\nds = ds.map(f, num_parallel_calls=tf.data.AUTOTUNE)\n"),
+    ("import tensorflow.compat.v1 as tf\nA = tf.contrib.data.AUTOTUNE\n",
+     "import tensorflow.compat.v1 as tf\nA = tf.data.AUTOTUNE\n"),
+    ("import tensorflow.compat.v1 as tf\nr = tf.contrib.cluster_resolver.TPUClusterResolver('')\n",
+     "import tensorflow.compat.v1 as tf\nr = tf.distribute.cluster_resolver.TPUClusterResolver('')\n"),
+    ("import tensorflow.compat.v1 as tf\nnest = tf.contrib.framework.nest\n",
+     "import tensorflow.compat.v1 as tf\nnest = tf.compat.v2.nest\n"),
     # Doc-snippet style: `tf` used without an import keeps being used.
     ("s = tf.distribute.experimental.TPUStrategy(r)\n", "s = tf.distribute.TPUStrategy(r)\n"),
     ("import tensorflow as tf\nds = strategy.experimental_make_numpy_dataset(x)\n",
@@ -128,6 +139,10 @@ TODOS = [
     ("import tensorflow.compat.v1 as tf\ns = tf.compat.v2.distribute.experimental.TPUStrategy(r)\n",
      f"import tensorflow.compat.v1 as tf\n{todo('TPC005')}\n"
      "s = tf.compat.v2.distribute.experimental.TPUStrategy(r)\n"),
+    # A strategy class is never renamed outside a call (siblings, not subclasses).
+    ("import tensorflow.compat.v1 as tf\nok = isinstance(s, tf.contrib.distribute.TPUStrategy)\n",
+     f"import tensorflow.compat.v1 as tf\n{todo('TPC062')}\n"
+     "ok = isinstance(s, tf.contrib.distribute.TPUStrategy)\n"),
     ("import tensorflow as tf\nok = isinstance(s, tf.distribute.experimental.TPUStrategy)\n",
      f"import tensorflow as tf\n{todo('TPC005')}\n"
      "ok = isinstance(s, tf.distribute.experimental.TPUStrategy)\n"),
@@ -211,6 +226,7 @@ UNCHANGED = [
     "import tensorflow as tf\ns = tf.distribute.TPUStrategy(r, experimental_device_assignment=d)\n",
     "def experimental_run_v2(self, fn):\n    return fn()\n",
     "tf.__internal__.decorator.unwrap(f)\n",
+    "import tensorflow.compat.v1 as tf\nds = ds.prefetch(tf.data.AUTOTUNE)\n",
     "",
     "\n\n",
     # Already traced, or not a TPU strategy: a plain rename (tested above) is

@@ -15,7 +15,15 @@ RUN = ("import tensorflow as tf\nstrategy = tf.distribute.experimental.TPUStrate
        "ds = strategy.experimental_make_numpy_dataset(a)\n")
 
 
-@pytest.mark.parametrize("unbind", ["del tf", "del x, tf", "if flag:\n    del (tf)"])
+@pytest.mark.parametrize("unbind", [
+    "del tf", "del x, tf", "if flag:\n    del (tf)",
+    # The same hazard (issue 35 item 7): a function that unbinds the module's
+    # tf, and `case` patterns capturing the name at module level.
+    "def drop():\n    global tf\n    del tf\ndrop()",
+    "match cfg:\n    case tf:\n        pass",
+    "match cfg:\n    case {'k': 1, **tf}:\n        pass",
+    "match cfg:\n    case [_, *tf]:\n        pass",
+    "match cfg:\n    case {'k': 1} as tf:\n        pass"])
 def test_after_del_tf_no_new_use_of_tf_is_written(unbind):
     source = RUN.format(unbind=unbind)
     result = upgrade.upgrade_bytes("t.py", source.encode())
@@ -29,7 +37,8 @@ def test_after_del_tf_no_new_use_of_tf_is_written(unbind):
     assert actions["TPC001"] == actions["TPC004"] == "todo"
 
 
-@pytest.mark.parametrize("unbind", ["", "def f():\n    del tf"])
+@pytest.mark.parametrize("unbind", ["", "def f():\n    del tf",
+                                    "match cfg:\n    case other:\n        pass"])
 def test_without_del_tf_here_the_call_is_still_wrapped(unbind):
     # A `del tf` in a function unbinds only that function's (local) tf.
     out = upgrade.upgrade_bytes("t.py", RUN.format(unbind=unbind).encode()).output.decode()

@@ -924,8 +924,8 @@ RECORDS = (
                 kind=KIND_SYMBOL, name="AUTOTUNE",
                 hook=reads(f"{_CONTRIB}:ContribData.AUTOTUNE"),
                 eras=("1.13", "1.14", "1.15"), removed_in="2.0",
-                replacement='tf.data.experimental.AUTOTUNE (tf.data.AUTOTUNE since TF 2.4)',
-                rewrite=replace_symbol('tf.data.experimental.AUTOTUNE'),
+                replacement='tf.data.AUTOTUNE (tf.data.experimental.AUTOTUNE before TF 2.4)',
+                rewrite=replace_symbol('tf.data.AUTOTUNE'),
                 note='The same constant (-1).',
                 symbols=('tf.contrib.data.AUTOTUNE',)),
         LegacyAPI(

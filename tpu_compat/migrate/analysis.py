@@ -72,6 +72,7 @@ class _Traced:
 
 _TRACED = _Traced()
 _IN_PROGRESS = object()
+_CYCLE = object()  # value() of a node whose value is being computed
 
 
 @dataclasses.dataclass
@@ -304,9 +305,35 @@ class _Collector(cst.CSTVisitor):
         while targets:
             target = targets.pop()
             if isinstance(target, cst.Name):
-                self.deleted.setdefault(id(self._scope(target)), set()).add(target.value)
+                self._unbind(target)
             elif isinstance(target, (cst.Tuple, cst.List)):
                 targets.extend(element.value for element in target.elements)
+
+    # A `case` pattern that captures a name rebinds it (`case tf:` makes `tf`
+    # the subject, whatever it was): treated like `del`, as the scopes do not
+    # see these bindings.
+    def visit_MatchAs(self, node):
+        if node.name is not None:
+            self._unbind(node.name)
+
+    def visit_MatchStar(self, node):
+        if node.name is not None:
+            self._unbind(node.name)
+
+    def visit_MatchMapping(self, node):
+        if node.rest is not None:
+            self._unbind(node.rest)
+
+    def _unbind(self, name):
+        """Records that ``name`` may stop naming what it was bound to, in the
+        scope that owns it (the module's, under a function's `global tf`)."""
+        scope = self._scope(name) or (self._scope(self._statements[-1])
+                                      if self._statements else None)
+        if scope is None:
+            return
+        # libcst keeps a function's `global`/`nonlocal` names here.
+        owner = getattr(scope, "_scope_overwrites", {}).get(name.value, scope)
+        self.deleted.setdefault(id(owner), set()).add(name.value)
 
     def visit_NamedExpr(self, node):
         self._bind_target(node.target, node.value)
@@ -321,7 +348,7 @@ class _Collector(cst.CSTVisitor):
         self.import_seq[id(node)] = self._seq
         for alias in node.names:
             path = imports.canonical(dotted(alias.name) or "")
-            if path and path not in _rules.SYMBOL_RULES and _rules.import_rule(path):
+            if path and _rules.import_rule(path):
                 # `import tensorflow.contrib.tpu`: the module itself is legacy.
                 self._add("import", alias, extra=(node, path, path))
 
@@ -434,11 +461,13 @@ class _Evaluator:
         key = id(node)
         cached = self._memo.get(key)
         if cached is _IN_PROGRESS:
-            return None
+            return _CYCLE
         if key in self._memo:
             return cached
         self._memo[key] = _IN_PROGRESS
         result = self._compute(node)
+        if result is _CYCLE:
+            result = None
         self._memo[key] = result
         return result
 
@@ -493,11 +522,19 @@ class _Evaluator:
 
     @staticmethod
     def _join(values):
-        values = list(values)
+        # A value that depends on itself (`tf = tf.compat.v1` reads the `tf`
+        # it rebinds) adds nothing to what the other bindings say.
+        values = [v for v in values if v is not _CYCLE]
         if not values:
             return None
         if all(isinstance(v, imports.Imported) for v in values):
-            return values[0] if len({v.path for v in values}) == 1 else None
+            paths = list(dict.fromkeys(p for v in values for p in v.paths))
+            if len(paths) == 1:
+                return values[0]
+            # Bound to several modules: kept, so that what any of them names
+            # is still found (and left to a person, see _symbol).
+            return imports.Imported(paths[0], any(v.implicit for v in values),
+                                    others=tuple(paths[1:]))
         strategies = [v for v in values if isinstance(v, _Strategy)]
         if strategies:
             confidence = LOW if any(s.confidence == LOW for s in strategies) else HIGH
@@ -653,17 +690,27 @@ class _Evaluator:
         value = self.value(node)
         if not isinstance(value, imports.Imported):
             return
-        record = _rules.SYMBOL_RULES.get(value.path)
-        if record is None:
+        records = [(path, _rules.SYMBOL_RULES.get(path)) for path in value.paths]
+        records = [(path, record) for path, record in records if record is not None]
+        if not records:
             return
+        path, record = records[0]
         written = dotted(node) or ""
         root = written.split(".", 1)[0]
         site = Site("symbol", node=node, statement=candidate.statement, call=candidate.call,
-                    written=written, resolved=value.path,
+                    written=written, resolved=path,
                     visible=self.visible_modules(candidate.scope, candidate.seq))
         root_value = self.value(_root_name(node)) if root else None
         if isinstance(root_value, imports.Imported):
             site.root_path = root_value.path
+        if isinstance(root_value, imports.Imported) and root_value.others:
+            site.todo_note = (
+                f"`{root}` is bound to more than one module here "
+                f"({', '.join(imports.table_name(p) for p in root_value.paths)}"
+                f"): no one rewrite is valid for all of them")
+        elif value.others:
+            site.todo_note = ("the name is bound to more than one module here: no one "
+                              "rewrite is valid for all of them")
         self._symbol_findings[id(node)] = site
         self.report(record, node, HIGH, site)
 

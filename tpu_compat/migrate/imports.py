@@ -39,14 +39,27 @@ class Imported:
     snippets, notebook cells split from their imports). ``legacy`` is the
     scan finding made where this binding names a legacy symbol, so that its
     uses can be followed (upgrade rewrites a legacy import only when every
-    use is a constructor call).
+    use is a constructor call). ``others`` are the other paths the same name
+    may be bound to (``try: import tensorflow.compat.v1 as tf`` / ``except
+    ImportError: import tensorflow as tf``, or ``tf = tf.compat.v1``): scan
+    still reports what any of them names, and upgrade rewrites none of it,
+    since a rewrite valid for one module is not for the other.
     """
     path: str
     implicit: bool = False
     legacy: object = None
+    others: Tuple[str, ...] = ()
 
     def child(self, attribute, legacy=None):
-        return Imported(canonical(f"{self.path}.{attribute}"), self.implicit, legacy)
+        path = canonical(f"{self.path}.{attribute}")
+        others = dict.fromkeys(canonical(f"{other}.{attribute}") for other in self.others)
+        others.pop(path, None)  # tf.compat.v1.contrib.X is tf.contrib.X
+        return Imported(path, self.implicit, legacy, tuple(others))
+
+    @property
+    def paths(self):
+        """Every path this binding may stand for, ``path`` first."""
+        return (self.path, *self.others)
 
 
 def import_bindings(node: ast.Import) -> Iterable[Tuple[str, str]]:
@@ -124,8 +137,28 @@ def equivalent_paths(path: str) -> Tuple[str, ...]:
     return (path,)
 
 
+# TF 2 names that tensorflow.compat.v1 carries as the very same object (checked
+# against TF 2.21 by tests/test_migrate_table_walk.py): a program that binds
+# `tf` to compat.v1 can spell them through it. Other TF 2 names (tf.nest,
+# tf.distribute.TPUStrategy, ...) are absent from or differ in compat.v1.
+V1_MIRRORED = ("data.AUTOTUNE", "data.experimental", "distribute.cluster_resolver",
+               "tpu.experimental", "train.checkpoints_iterator", "train.list_variables",
+               "train.load_checkpoint", "keras.optimizers.schedules")
+_V1_COMPAT = "tensorflow.compat.v1"
+
+
+def _v1_mirror(path):
+    """``path``'s twin under tensorflow.compat.v1 when V1_MIRRORED says it is one."""
+    if not path.startswith(TENSORFLOW + ".") or path.startswith(TENSORFLOW + ".compat."):
+        return None
+    rest = path[len(TENSORFLOW) + 1:]
+    if any(rest == name or rest.startswith(name + ".") for name in V1_MIRRORED):
+        return f"{_V1_COMPAT}.{rest}"
+    return None
+
+
 def spell(target: str, visible: Mapping[str, str],
-          prefer: Sequence[str] = ()) -> Optional[str]:
+          prefer: Sequence[str] = (), through_v2: bool = False) -> Optional[str]:
     """How code can name the dotted path ``target`` through names in scope.
 
     ``visible`` maps names in scope to the module paths they are bound to
@@ -134,9 +167,19 @@ def spell(target: str, visible: Mapping[str, str],
     code already used at that spot), then the shortest spelling.
     Returns None when no visible name leads there: callers must then leave
     the code alone rather than add an import behind the user's back.
+    ``through_v2``: a TF 2 name may also be spelled through a compat.v1 alias
+    as ``tf.compat.v2.X`` (tensorflow.compat.v1.compat.v2 is the TF 2 API in
+    TF 1.15 and 2.x alike), when nothing shorter names it.
     """
     candidates = []
-    for variant in equivalent_paths(target):
+    variants = list(equivalent_paths(target))
+    mirror = _v1_mirror(target)
+    if mirror is not None:
+        variants.append(mirror)
+    if through_v2 and target.startswith(TENSORFLOW + ".") and not target.startswith(
+            TENSORFLOW + ".compat."):
+        variants.append(f"{_V1_COMPAT}.compat.v2{target[len(TENSORFLOW):]}")
+    for variant in variants:
         for name, path in visible.items():
             # Only through modules: a bare name bound to the target itself may
             # be one that this very upgrade just re-imported, and using it

@@ -6,7 +6,7 @@ import functools
 import libcst as cst
 
 from tpu_compat import legacy_api
-from tpu_compat.migrate import imports
+from tpu_compat.migrate import _rules, imports
 from tpu_compat.migrate.rewrites._edit import Edit
 
 __all__ = ["KIND", "plan"]
@@ -24,7 +24,12 @@ def plan(planner, finding, rewrite):
     target = imports.module_path(rewrite.to)
     if site.kind == "import":
         return _plan_import(planner, finding, target)
-    if site.call is None:
+    strategy_class = bool(_rules.STRATEGY_CLASS.fullmatch(site.resolved.rsplit(".", 1)[-1]))
+    if site.call is None and strategy_class:
+        # The experimental and stable strategy classes are siblings, not
+        # subclasses: renaming an isinstance check changes what it accepts.
+        # Other names (constants, functions, modules, same-class aliases such
+        # as tf.contrib.data.AUTOTUNE) are the same object under the new name.
         return "a reference, not a construction (isinstance checks and aliases need review)"
     if planner.blocked(site.call):
         return "other arguments of this call need a manual change first"
@@ -34,7 +39,9 @@ def plan(planner, finding, rewrite):
         # The name the code already used (even the conventional `tf`
         # without an import) can spell the new path: no new name.
         visible[root] = site.root_path
-    spelled = imports.spell(target, visible, prefer=(root,))
+    # A TF 2 strategy class is not spelled through compat.v1's `tf.compat.v2`:
+    # a compat.v1 program is a graph-mode one, where it needs a person.
+    spelled = imports.spell(target, visible, prefer=(root,), through_v2=not strategy_class)
     if spelled is None:
         return f"cannot name {imports.table_name(target)} from this module's imports"
     planner.edit(finding, Edit(site.node, cst.Attribute,
@@ -44,6 +51,8 @@ def plan(planner, finding, rewrite):
 
 def _plan_import(planner, finding, target):
     site = finding.site
+    if not isinstance(site.import_statement, cst.ImportFrom):
+        return f"`import` of a legacy module: import {imports.table_name(target)}'s module instead"
     if not site.single_name:
         return "the import brings in other names too; split it by hand"
     for use, call in site.uses:
