@@ -245,7 +245,7 @@ def mirror_dir(mirror, repo):
 
 
 def extract(recipe, mirror, into):
-    """Extract the recipe's pinned commit (only its ``tree`` part) into ``into``.
+    """Extract the recipe's pinned commit (only its ``extract`` paths, under its ``prefix``) into ``into``.
 
     Returns None, or a reason it could not ("not fetched", "commit not in the
     snapshot").
@@ -259,13 +259,20 @@ def extract(recipe, mirror, into):
         return f"commit {recipe.commit[:10]} not in the snapshot"
     into.mkdir(parents=True, exist_ok=True)
     prefix = [f"--prefix={recipe.prefix.rstrip('/')}/"] if recipe.prefix else []
+    errors = tempfile.TemporaryFile()
     archive = subprocess.Popen(["git", "--git-dir", str(git_dir), "archive", *prefix, recipe.commit,
                                 *recipe.extract],
-                               stdout=subprocess.PIPE)
+                               stdout=subprocess.PIPE, stderr=errors)
     untar = subprocess.run(["tar", "-x", "-C", str(into)], stdin=archive.stdout, capture_output=True)
     archive.stdout.close()
-    if archive.wait() or untar.returncode:
-        return f"git archive failed: {untar.stderr.decode(errors='replace')[:200]}"
+    # A snapshot lacks its largest files (see fetch's notes): git names each
+    # missing blob on stderr, harmless unless the program's own paths need it.
+    failed = archive.wait() or untar.returncode
+    errors.seek(0)
+    archive_errors = errors.read().decode(errors="replace")
+    errors.close()
+    if failed:
+        return f"git archive failed: {(archive_errors or untar.stderr.decode(errors='replace'))[:200]}"
     return None
 
 
@@ -313,9 +320,11 @@ def _environment(recipe, tree, tmp, site=()):
     return env
 
 
-def _format_args(recipe, tmp):
+def format_args(args, tmp):
+    """The recipe's args with {model_dir}, {data_dir} and {tmp} filled in (other braces, such as a
+    JSON --hparams value, are left alone)."""
     values = {"model_dir": str(tmp / "model_dir"), "data_dir": str(tmp / "data"), "tmp": str(tmp)}
-    return [arg.format(**values) for arg in recipe.args]
+    return [re.sub(r"\{(model_dir|data_dir|tmp)\}", lambda m: values[m.group(1)], arg) for arg in args]
 
 
 def judge(recipe, returncode, timed_out, output, tree):
@@ -387,12 +396,13 @@ def run_one(recipe, mode, mirror, workdir, tpu_compat, site=()):
     run_flags = ["--tf1"] if recipe.tf1 else []
     if mode == "migrated":
         run_flags += ["--warnings", "error", "--strict", "on"]
-    argv = [*tpu_compat, "run", *run_flags, str(program), *_format_args(recipe, tmp)]
+    argv = [*tpu_compat, "run", *run_flags, str(program), *format_args(recipe.args, tmp)]
     cwd = tree / recipe.cwd if recipe.cwd else program.parent
     code, timed_out, seconds, output = _run_bounded(
         argv, cwd=cwd, env=_environment(recipe, tree, tmp, site), timeout=recipe.timeout,
         log_path=tmp / f"{mode}.log")
     result["seconds"] = round(seconds, 1)
+    result["returncode"], result["timed_out"], result["tree"] = code, timed_out, str(tree)
     result["passed"], result["reason"] = judge(recipe, code, timed_out, output, tree)
     result["log"] = str(tmp / f"{mode}.log")
     return result
@@ -462,6 +472,11 @@ def _commit_of(results):
     return ", ".join(commits) or "?"
 
 
+def _site_of(results):
+    packages = sorted({p for r in results for p in r.get("site_packages", [])})
+    return ", ".join(f"`{p}`" for p in packages) or "none"
+
+
 def render_field_doc(recipes, results):
     u_pass, u_ran, total = summary(recipes, results, "unchanged")
     m_pass, m_ran, _ = summary(recipes, results, "migrated")
@@ -480,6 +495,12 @@ program at a time under `nice -n 10`.
 ({total} recipes). **Migrated** (`tpu-compat upgrade --in-place` over the
 program's tree, then `tpu-compat run [--tf1] --warnings error --strict on`):
 {m_pass} of {m_ran} run pass.
+
+Packages the programs import that TF 2.21 does not bring, added from `--site`
+(outside the environment, on the programs' PYTHONPATH only): {_site_of(results)}.
+TensorFlow 2.21's wheel no longer depends on TensorBoard; without it, the
+trainers' summary host calls die with `TBNotInstalledError` (seen on
+tpu-resnet before `--site` had it), so it is added as the era's installs had it.
 
 A program passes when it exits 0 and prints its own success line (the recipe's
 `expect`). The first error is the exception that ended the run (the last
@@ -592,6 +613,9 @@ def main(argv=None):
     run.add_argument("--workdir", default=None, help="where to extract (default: a new temp dir)")
     render = sub.add_parser("render", help="render docs from the results JSON")
     render.add_argument("--results", default=str(DEFAULT_RESULTS))
+    render.add_argument("--rejudge", action="store_true",
+                        help="first re-read each result's log (when it is still there) with this "
+                             "version of the verdict and traceback parsing")
     args = parser.parse_args(argv)
 
     recipes = field_recipes.RECIPES
@@ -606,6 +630,15 @@ def main(argv=None):
         return 0
     results = load_results(args.results)
     if args.command == "render":
+        if args.rejudge:
+            by_name = {r.name: r for r in recipes}
+            for row in list(results):
+                log = Path(row.get("log", ""))
+                if row["name"] in by_name and "returncode" in row and log.is_file():
+                    row["passed"], row["reason"] = judge(by_name[row["name"]], row["returncode"],
+                                                         row["timed_out"], log.read_text(errors="replace"),
+                                                         row["tree"])
+                    save_result(args.results, results, row)
         write_docs(recipes, results)
         return 0
     chosen = recipes
@@ -622,7 +655,12 @@ def main(argv=None):
         if args.timeout:
             recipe = recipe._replace(timeout=args.timeout)
         for mode in modes:
-            row = run_one(recipe, mode, args.mirror, workdir, tpu_compat, args.site)
+            try:
+                row = run_one(recipe, mode, args.mirror, workdir, tpu_compat, args.site)
+            except Exception as error:  # noqa: BLE001 - one broken recipe must not stop the survey
+                row = {"name": recipe.name, "mode": mode, "passed": False, "seconds": None,
+                       "reason": f"runner error: {type(error).__name__}: {error}",
+                       "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
             row["tpu_compat_commit"] = commit
             row["site_packages"] = _site_packages(args.site)
             save_result(args.results, results, row)

@@ -50,6 +50,7 @@ TPU_2019 = "ed449e1777eeca53918e9fd07a09a348d5839a08"      # tensorflow/tpu, 201
 SIMCLR = "6bf69ce127ae33e181e1a6c5777c84570cb5d147"        # google-research/simclr, 2021-01-21 (TF1 run.py + tf2/)
 BERT = "eedf5716ce1268e56f0a50264a88cafad334ac61"          # google-research/bert, 2020-03-11
 ALBERT = "c47c04087b1f1d3ce2fe4f69c0f8ff255fc400b2"        # google-research/albert, 2019-12-06
+TPU_2021 = "da262fcba1d0598321d4eb9aa1954fcbf84d1807"      # tensorflow/tpu, 2021-02-25 (TF 2.x Colabs)
 ELECTRA = "8a46635f32083ada044d7e9ad09604742600ee7b"       # google-research/electra, 2021-03-31
 
 # The trainers' own synthetic-input switch: ImageNetInput builds a null batch when data_dir is 'null'
@@ -200,7 +201,8 @@ RECIPES = [
     Recipe(
         name="albert-pretraining", repo="google-research/albert", commit=ALBERT,
         program="albert/run_pretraining.py", prefix="albert", pythonpath=(".",),
-        era="TF 1.x", kind="TPUEstimator",
+        # lamb_optimizer.py says `import tensorflow as tf` and subclasses tf.train.Optimizer: TF 1.15 code.
+        era="TF 1.x", kind="TPUEstimator", tf1=True,
         args=("--input_file={data_dir}/pretrain.tfrecord", "--output_dir={model_dir}", "--do_train=True",
               "--albert_config_file={data_dir}/bert_config.json", "--train_batch_size=16",
               "--max_seq_length=128", "--max_predictions_per_seq=20", "--num_train_steps=2",
@@ -239,6 +241,14 @@ RECIPES = [
         extract=("tools/colab/fashion_mnist.ipynb",), expect=None,
         survey="the Cloud TPU Colab 'Fashion MNIST with Keras and TPUs' (tensorflow/tpu tools/colab, linked "
                "from the Cloud TPU docs and found by `search` as the example other TPU helpers cite)"),
+    Recipe(
+        name="colab-fashion-mnist-tf2", repo="tensorflow/tpu", commit=TPU_2021,
+        program="tools/colab/fashion_mnist.ipynb", cells=4, era="TF 2.0-2.3", kind="Keras fit",
+        args=(), data_gen=("keras_fashion_mnist", "train=2048", "test=512"),
+        data="2048/512 random Fashion-MNIST images in the keras.datasets cache; code cells 1-4",
+        extract=("tools/colab/fashion_mnist.ipynb",), expect=None,
+        survey="the same Colab in its TF 2.x form (tf.distribute.experimental.TPUStrategy, "
+               "experimental_connect_to_cluster)"),
     Recipe(
         name="tpu-keras-mnist-contrib", repo="tensorflow/tpu", commit=TPU_2019,
         program="models/experimental/mnist_keras/mnist.py", era="TF 1.x", kind="Keras fit", tf1=True,

@@ -221,3 +221,10 @@ def test_the_migration_section_replaces_itself(tmp_path, monkeypatch):
     assert text.count(fp.MIGRATION_BEGIN) == 1 and text.count("## Field programs") == 1
     assert "**0 of 1**" in text and "fail (3 s, 1 TODO)" in text
     assert "abc1234567" in (tmp_path / "field.md").read_text()
+
+
+def test_placeholders_are_filled_and_other_braces_left_alone(tmp_path):
+    args = ("--model_dir={model_dir}", '--hparams={"use_tpu": true, "dir": "{data_dir}"}', "--x={tmp}/y")
+    assert fp.format_args(args, tmp_path) == [
+        f"--model_dir={tmp_path}/model_dir", f'--hparams={{"use_tpu": true, "dir": "{tmp_path}/data"}}',
+        f"--x={tmp_path}/y"]
