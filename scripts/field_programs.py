@@ -449,7 +449,8 @@ def render_table(recipes, results, modes=MODES):
         head += [mode, f"{mode}: first error [program line]"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for number, recipe in enumerate(recipes, 1):
-        link = f"[{recipe.repo}](https://github.com/{recipe.repo}/blob/{recipe.commit}/{recipe.program})"
+        in_repo = recipe.program[len(recipe.prefix.rstrip("/")) + 1:] if recipe.prefix else recipe.program
+        link = f"[{recipe.repo}](https://github.com/{recipe.repo}/blob/{recipe.commit}/{in_repo})"
         cells = [str(number), f"{recipe.name}: {link} `{recipe.program}` @{recipe.commit[:7]}",
                  recipe.era, recipe.kind]
         for mode in modes:
@@ -467,9 +468,19 @@ def summary(recipes, results, mode):
     return passed, len(ran), len(recipes)
 
 
+def _package_commit(commit):
+    """The last commit at or before ``commit`` that changed tpu_compat/ (the package measured;
+    this branch's own commits touch only the runner and the docs)."""
+    clean, dirty = commit.replace("+dirty", ""), commit.endswith("+dirty")
+    found = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%h %cs", clean, "--", "tpu_compat"],
+                           capture_output=True, text=True).stdout.strip()
+    return (f"`{found.split()[0]}` ({found.split()[1]})" if found else f"`{clean}`") + (
+        " with uncommitted changes" if dirty else "")
+
+
 def _commit_of(results):
     commits = sorted({r.get("tpu_compat_commit", "?") for r in results if r.get("seconds") is not None})
-    return ", ".join(commits) or "?"
+    return ", ".join(_package_commit(c) for c in commits) or "?"
 
 
 def _site_of(results):

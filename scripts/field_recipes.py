@@ -56,6 +56,9 @@ ELECTRA = "8a46635f32083ada044d7e9ad09604742600ee7b"       # google-research/ele
 # The trainers' own synthetic-input switch: ImageNetInput builds a null batch when data_dir is 'null'
 # (their FAKE_DATA_DIR default is a GCS bucket of fake ImageNet, out of reach here).
 FAKE_IMAGENET = "--data_dir=null"
+# In --mode=train the trainers print nothing of their own at the end; the Estimator's last line is
+# the success criterion (a number, not nan: "Loss for final step: 7.05.").
+TRAINED = r"Loss for final step: \d"
 TPU_FORKS = ("tensorflow/tpu; {n} indexed repositories hold `{path}` (forks and copies, find_files)")
 
 RECIPES = [
@@ -66,7 +69,8 @@ RECIPES = [
               "--eval_steps=1", "--iterations=2", "--num_shards=8", "--use_tpu=True"),
         data_gen=("mnist_tfrecords", "n=256"), data="256 random 28x28 images per split as MNIST TFRecords",
         expect=r'Prediction is "\d"', extract=("models/official/mnist",),
-        survey=TPU_FORKS.format(n="the Cloud TPU MNIST tutorial; 20+", path="models/official/mnist/mnist_tpu.py")),
+        survey=TPU_FORKS.format(n=7, path="models/official/mnist/mnist_tpu.py")
+               + "; the Cloud TPU MNIST tutorial's program"),
     Recipe(
         name="tpu-resnet", repo="tensorflow/tpu", commit=TPU_2020,
         program="models/official/resnet/resnet_main.py", era="TF 1.x", kind="TPUEstimator",
@@ -74,7 +78,7 @@ RECIPES = [
               "--train_batch_size=16", "--iterations_per_loop=1", "--resnet_depth=18", "--image_size=64",
               "--num_train_images=64", "--num_parallel_calls=2"),
         data="the program's own null input (--data_dir=null)", extract=("models",),
-        pythonpath=("models",), expect=r"Finished training up to step 2",
+        pythonpath=("models",), expect=TRAINED,
         survey=TPU_FORKS.format(n=25, path="models/official/resnet/resnet_main.py")),
     Recipe(
         name="tpu-resnet-contrib", repo="tensorflow/tpu", commit=TPU_2019,
@@ -83,7 +87,7 @@ RECIPES = [
               "--param_overrides=train_steps=2,train_batch_size=16,iterations_per_loop=1,resnet_depth=18,"
               "num_train_images=64,num_parallel_calls=2"),
         data="the program's own null input (--data_dir=null)", extract=("models",),
-        pythonpath=("models",), expect=r"Finished training up to step 2",
+        pythonpath=("models",), expect=TRAINED,
         survey="the same trainer as tpu-resnet, in its TF 1.13 form (`import tensorflow as tf`, tf.contrib); "
                "most of the 25 indexed copies of resnet_main.py were forked before the compat.v1 rewrite"),
     Recipe(
@@ -93,7 +97,7 @@ RECIPES = [
               "--train_batch_size=16", "--iterations_per_loop=1", "--model_name=efficientnet-b0",
               "--input_image_size=64", "--num_train_images=64", "--num_parallel_calls=2"),
         data="the program's own null input (--data_dir=null)", extract=("models",),
-        pythonpath=("models", "models/common"), expect=r"Finished training up to step 2", timeout=600,
+        pythonpath=("models", "models/common"), expect=TRAINED, timeout=600,
         survey=TPU_FORKS.format(n=14, path="models/official/efficientnet/main.py")
                + "; EfficientNet's reference trainer"),
     Recipe(
@@ -106,9 +110,9 @@ RECIPES = [
               "--train_batch_size=16", "--iterations_per_loop=1", "--model_name=mnasnet-a1",
               "--input_image_size=64", "--num_train_images=64", "--num_parallel_calls=2"),
         data="the program's own null input (--data_dir=null)", extract=("models",),
-        pythonpath=("tpu/models", "tpu/models/common"), expect=r"Finished training up to step 2", timeout=600,
-        survey="tensorflow/tpu's MnasNet/MixNet trainer (the mobile-architecture search results); "
-               "same fake-data switch as the ResNet trainer"),
+        pythonpath=("tpu/models", "tpu/models/common"), expect=TRAINED, timeout=600,
+        survey=TPU_FORKS.format(n=5, path="models/official/mnasnet/mnasnet_main.py")
+               + "; the MnasNet/MixNet trainer"),
     Recipe(
         name="tpu-mobilenet-contrib", repo="tensorflow/tpu", commit=TPU_2019,
         program="models/official/mobilenet/mobilenet.py", era="TF 1.x", kind="TPUEstimator", tf1=True,
@@ -116,7 +120,8 @@ RECIPES = [
               "--train_batch_size=16", "--iterations=1", "--depth_multiplier=0.25", "--moving_average=True"),
         data="the program's own fake data (--use_data=fake)", extract=("models",),
         pythonpath=("models",), expect=None,
-        survey="tensorflow/tpu's MobileNet v1 trainer (TF 1.13, tf.contrib slim arg_scope)"),
+        survey=TPU_FORKS.format(n=6, path="models/official/mobilenet/mobilenet.py")
+               + "; the MobileNet v1 trainer of TF 1.13"),
     Recipe(
         name="tpu-inception-v3-contrib", repo="tensorflow/tpu", commit=TPU_2019,
         program="models/experimental/inception/inception_v3.py", era="TF 1.x", kind="TPUEstimator", tf1=True,
@@ -124,7 +129,8 @@ RECIPES = [
               "--train_batch_size=16", "--iterations=1", "--moving_average=True"),
         data="the program's own fake data (--use_data=fake)", extract=("models",),
         pythonpath=("models",), expect=None, timeout=600,
-        survey="tensorflow/tpu's Inception v3 trainer (tf.contrib.slim.nets), the Cloud TPU Inception tutorial"),
+        survey=TPU_FORKS.format(n=4, path="models/experimental/inception/inception_v3.py")
+               + "; the Cloud TPU Inception v3 tutorial's program"),
     Recipe(
         name="tpu-amoebanet-contrib", repo="tensorflow/tpu", commit=TPU_2019,
         program="models/official/amoeba_net/amoeba_net.py", era="TF 1.x", kind="TPUEstimator", tf1=True,
@@ -133,22 +139,24 @@ RECIPES = [
               "--image_size=64", "--num_train_images=64"),
         data="the program's own fake input (empty --data_dir)", extract=("models",),
         pythonpath=("models",), expect=None, timeout=600,
-        survey="tensorflow/tpu's AmoebaNet trainer (DAWNBench entry, TF 1.13)"),
+        survey=TPU_FORKS.format(n=3, path="models/official/amoeba_net/amoeba_net.py")
+               + "; the AmoebaNet trainer of TF 1.13"),
     Recipe(
         name="tpu-keras-mnist", repo="tensorflow/tpu", commit=TPU_2020,
         program="models/experimental/mnist_keras/mnist.py", era="TF 1.x", kind="Keras fit",
         args=("--fake_data=True", "--model_dir={model_dir}"),
         data="the program's own fake MNIST (--fake_data)", extract=("models/experimental/mnist_keras",),
         expect=r"Accuracy: ",
-        survey="tensorflow/tpu's Keras-on-TPUStrategy MNIST (contrib_distribute.TPUStrategy, steps_per_run)"),
+        survey=TPU_FORKS.format(n=2, path="models/experimental/mnist_keras/mnist.py")
+               + "; Keras on the TF 1.15 TPUStrategy with steps_per_run"),
     Recipe(
         name="tpu-keras-applications", repo="tensorflow/tpu", commit=TPU_2020,
         program="models/experimental/keras_application/application_model.py", era="TF 1.x", kind="Keras fit",
         args=("--model=mobilenet", "--use_synthetic_data=True", "--batch_size=16", "--epochs=1"),
         data="the program's own synthetic images (--use_synthetic_data)",
         extract=("models/experimental/keras_application",), expect=None,
-        survey="tensorflow/tpu's Keras applications on TPUStrategy runner (issue #34's 'Keras applications "
-               "on a TPU strategy')"),
+        survey=TPU_FORKS.format(n=3, path="models/experimental/keras_application/application_model.py")
+               + "; Keras applications on a TPU strategy, a kind issue #34 names"),
     Recipe(
         name="simclr-tf1", repo="google-research/simclr", commit=SIMCLR, program="run.py",
         era="TF 1.x", kind="TPUEstimator",
@@ -160,8 +168,9 @@ RECIPES = [
         data="64 random 32x32 images through a tensorflow_datasets stand-in (tfds not installed); "
              "tensorflow_hub 0.16.1 from --site",
         expect=None,
-        survey="find_files: 25 indexed repositories hold SimCLR's `tf2/run.py` (forks of google-research/"
-               "simclr); the TF 1.15 `run.py` is the code the SimCLR paper trained on Cloud TPUs"),
+        survey="find_files: 25 indexed repositories hold SimCLR's `tf2/run.py` and 9 its `lars_optimizer.py` "
+               "(forks of google-research/simclr); the TF 1.15 `run.py` is the code the SimCLR paper trained "
+               "on Cloud TPUs"),
     Recipe(
         name="simclr-tf2", repo="google-research/simclr", commit=SIMCLR, program="tf2/run.py",
         era="TF 2.0-2.3", kind="TPUStrategy custom loop",
@@ -196,8 +205,8 @@ RECIPES = [
         data_gen=("bert_pretraining", "seq=32", "vocab=100", "n=1", "tsv=1"),
         data="an MRPC-shaped train/dev TSV of random words, vocab.txt and a tiny bert_config.json",
         expect=r"eval_accuracy = ",
-        survey="BERT's fine-tuning script, the one every BERT tutorial ran on a Colab TPU "
-               "(`run_classifier.py`, in most of the BERT forks counted above)"),
+        survey="find_files: at least 1256 indexed repositories hold a `run_classifier.py` (BERT's fine-tuning "
+               "script, which BERT, ALBERT and XLNet forks share), the one BERT's Colab TPU tutorial ran"),
     Recipe(
         name="albert-pretraining", repo="google-research/albert", commit=ALBERT,
         program="albert/run_pretraining.py", prefix="albert", pythonpath=(".",),
@@ -211,8 +220,8 @@ RECIPES = [
         data_gen=("bert_pretraining", "seq=128", "preds=20", "vocab=100", "n=64"),
         data="64 random pre-training examples (seq 128, sentence-order labels) and a tiny albert_config",
         expect=r"Saving checkpoints for 2 into",
-        survey="ALBERT's pre-training (google-research/albert; its LAMB optimizer and TPUEstimator), among "
-               "the 449+ `run_pretraining.py` copies"),
+        survey="find_files: 13 indexed repositories hold ALBERT's `lamb_optimizer.py`; its pre-training is "
+               "among the 449+ `run_pretraining.py` copies"),
     Recipe(
         name="electra-pretraining", repo="google-research/electra", commit=ELECTRA,
         program="run_pretraining.py", era="TF 1.x", kind="TPUEstimator",
@@ -223,7 +232,8 @@ RECIPES = [
         data_gen=("electra", "seq=128", "vocab=100", "n=64"),
         data="64 random token sequences as ELECTRA's pretrain_tfrecords and vocab.txt; debug hparams",
         expect=None,
-        survey="ELECTRA's pre-training (google-research/electra), among the 449+ `run_pretraining.py` copies"),
+        survey="find_files: 53 indexed repositories hold ELECTRA's `configure_pretraining.py` (forks of "
+               "google-research/electra)"),
     Recipe(
         name="tpu-cifar-keras", repo="tensorflow/tpu", commit=TPU_2020,
         program="models/experimental/cifar_keras/cifar_keras.py", era="TF 1.x", kind="TPUEstimator",
@@ -231,7 +241,8 @@ RECIPES = [
               "--train_steps=4", "--iterations_per_loop=2", "--num_shards=8", "--use_tpu=True"),
         data_gen=("cifar_tfrecords", "n=256"), data="256 random CIFAR-10-shaped TFRecord examples",
         extract=("models/experimental/cifar_keras",), expect=r"Saving checkpoints for 4 into",
-        survey="tensorflow/tpu's Keras-layers-in-a-TPUEstimator CIFAR example (tf.contrib.tpu.RunConfig)"),
+        survey=TPU_FORKS.format(n=3, path="models/experimental/cifar_keras/cifar_keras.py")
+               + "; Keras layers in a TPUEstimator model_fn"),
     Recipe(
         name="colab-fashion-mnist", repo="tensorflow/tpu", commit=TPU_2020,
         program="tools/colab/fashion_mnist.ipynb", cells=4, era="TF 1.x", kind="Keras fit", tf1=True,
@@ -239,8 +250,9 @@ RECIPES = [
         data="2048/512 random Fashion-MNIST images in the keras.datasets cache; its code cells 1-4 "
              "(training and save_weights; the plotting cells need matplotlib)",
         extract=("tools/colab/fashion_mnist.ipynb",), expect=None,
-        survey="the Cloud TPU Colab 'Fashion MNIST with Keras and TPUs' (tensorflow/tpu tools/colab, linked "
-               "from the Cloud TPU docs and found by `search` as the example other TPU helpers cite)"),
+        survey="find_files: 12 indexed repositories hold `tools/colab/fashion_mnist.ipynb`, the Cloud TPU "
+               "Colab 'Fashion MNIST with Keras and TPUs' (copies in personal Colab collections); `search` "
+               "finds TPU helper code citing it"),
     Recipe(
         name="colab-fashion-mnist-tf2", repo="tensorflow/tpu", commit=TPU_2021,
         program="tools/colab/fashion_mnist.ipynb", cells=4, era="TF 2.0-2.3", kind="Keras fit",
