@@ -194,7 +194,7 @@ RECIPES = [
         data="64 random pre-training examples (seq 128) and a 2-layer, 32-wide bert_config.json",
         expect=r"Saving checkpoints for 2 into",
         survey="find_files: at least 449 indexed repositories hold a `run_pretraining.py` (the name BERT, "
-               "ALBERT and ELECTRA share; BERT forks are most of them)"),
+               "ALBERT and ELECTRA give their pre-training; the listing is mostly BERT forks)"),
     Recipe(
         name="bert-classifier", repo="google-research/bert", commit=BERT, program="run_classifier.py",
         era="TF 1.x", kind="TPUEstimator", tf1=True,
