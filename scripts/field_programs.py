@@ -636,7 +636,8 @@ def main(argv=None):
     sub.add_parser("list", help="list the recipes and whether each is fetched")
     run = sub.add_parser("run", help="run programs and update the results and docs")
     run.add_argument("--mode", choices=("unchanged", "migrated", "both"), default="both")
-    run.add_argument("--only", nargs="*", default=None, metavar="NAME")
+    run.add_argument("--only", nargs="*", default=None, metavar="NAME",
+                     help="these recipes only, in this order (default: all, in recipe order)")
     run.add_argument("--timeout", type=float, default=None, help="override every recipe's timeout (s)")
     run.add_argument("--mirror", default=DEFAULT_MIRROR)
     run.add_argument("--results", default=str(DEFAULT_RESULTS))
@@ -679,7 +680,8 @@ def main(argv=None):
         unknown = set(args.only) - {r.name for r in recipes}
         if unknown:
             parser.error(f"--only: unknown recipe(s) {sorted(unknown)}; see `list`")
-        chosen = [r for r in recipes if r.name in args.only]
+        by_name = {r.name: r for r in recipes}
+        chosen = [by_name[name] for name in dict.fromkeys(args.only)]  # in the order given
     modes = MODES if args.mode == "both" else (args.mode,)
     workdir = args.workdir or tempfile.mkdtemp(prefix="field-")
     tpu_compat = [sys.executable, "-m", "tpu_compat"]
