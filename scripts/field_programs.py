@@ -172,10 +172,10 @@ def notebook_to_script(text, cells=None):
     """A Colab/Kaggle notebook's code cells as one script, the way users converted them.
 
     ``cells``: keep only the first N code cells (the rest plot or download).
-    IPython magics (``%...``) and shell lines (``!...``) are left out, and a
-    cell that starts with a ``%%`` cell magic is left out whole; every kept
-    cell is preceded by a ``# cell N`` comment so an error's line can be
-    traced back to its cell.
+    IPython magics (``%...``) and shell lines (``!...``) become comments, and
+    a cell that starts with a ``%%`` cell magic is left out whole; every kept
+    cell is preceded by a ``# cell N`` comment (N counts code cells), so a
+    line of the script maps back to the same line of its cell.
     """
     notebook = json.loads(text)
     code = [cell for cell in notebook.get("cells", []) if cell.get("cell_type") == "code"]
@@ -187,7 +187,8 @@ def notebook_to_script(text, cells=None):
         source = "".join(source) if isinstance(source, list) else source
         if source.lstrip().startswith("%%"):
             continue
-        kept = [line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))]
+        # Dropped lines stay as comments, so a line of the script is the same line of its cell.
+        kept = [f"# {line}" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
         parts.append(f"# cell {number}\n" + "\n".join(kept))
     return "\n\n".join(parts) + "\n"
 
@@ -327,14 +328,38 @@ def format_args(args, tmp):
     return [re.sub(r"\{(model_dir|data_dir|tmp)\}", lambda m: values[m.group(1)], arg) for arg in args]
 
 
+def notebook_cell_line(script_text, line):
+    """(cell, line in that cell) of a line of a notebook_to_script() script."""
+    cell, start = None, 0
+    for number, text in enumerate(script_text.splitlines()[:line], 1):
+        found = re.fullmatch(r"# cell (\d+)", text)
+        if found:
+            cell, start = int(found.group(1)), number
+    return (cell, line - start) if cell else (None, line)
+
+
+def _in_notebook(recipe, tree, where):
+    """A program line of a converted notebook, said as the notebook's cell and line."""
+    if not where or not recipe.program.endswith(".ipynb"):
+        return where
+    script = recipe.program[:-len(".ipynb")] + ".py"
+    path, _, line = where.rpartition(":")
+    converted = Path(tree) / script
+    if path != script or not converted.is_file():
+        return where
+    cell, in_cell = notebook_cell_line(converted.read_text(), int(line))
+    return f"{recipe.program} code cell {cell}, line {in_cell}" if cell else where
+
+
 def judge(recipe, returncode, timed_out, output, tree):
     """(passed, reason) by the program's own criterion."""
+    error = first_error(output, tree)
+    if error and error[2]:
+        error = (*error[:2], _in_notebook(recipe, tree, error[2]))
     if timed_out:
-        error = first_error(output, tree)
         where = f" at {error[2]}" if error and error[2] else ""
         return False, f"timeout after {recipe.timeout:.0f} s{where}"
     if returncode != 0:
-        error = first_error(output, tree)
         if error:
             exc_type, message, where = error
             return False, f"{exc_type}: {message}" + (f" [{where}]" if where else " [no program frame]")

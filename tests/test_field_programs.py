@@ -161,7 +161,7 @@ def test_judge_requires_exit_zero_and_the_programs_own_success_line():
     assert (passed, reason) == (False, "timeout after 300 s at train.py:88")
 
 
-def test_a_notebook_becomes_its_code_cells_without_magics_or_shell_lines():
+def test_a_notebook_becomes_its_code_cells_with_magics_and_shell_lines_commented_out():
     notebook = {"cells": [
         {"cell_type": "markdown", "source": ["# Title"]},
         {"cell_type": "code", "source": ["!pip install foo\n", "import os\n", "%matplotlib inline\n", "x = 1"]},
@@ -170,7 +170,7 @@ def test_a_notebook_becomes_its_code_cells_without_magics_or_shell_lines():
         {"cell_type": "code", "source": ["plot(x)"]},
     ]}
     script = fp.notebook_to_script(json.dumps(notebook), cells=3)
-    assert script == "# cell 1\nimport os\nx = 1\n\n# cell 3\nprint(x)\n"
+    assert script == "# cell 1\n# !pip install foo\nimport os\n# %matplotlib inline\nx = 1\n\n# cell 3\nprint(x)\n"
     compile(script, "nb.py", "exec")
 
 
@@ -228,3 +228,16 @@ def test_placeholders_are_filled_and_other_braces_left_alone(tmp_path):
     assert fp.format_args(args, tmp_path) == [
         f"--model_dir={tmp_path}/model_dir", f'--hparams={{"use_tpu": true, "dir": "{tmp_path}/data"}}',
         f"--x={tmp_path}/y"]
+
+
+def test_a_converted_notebooks_error_line_is_said_as_its_cell_and_line(tmp_path):
+    notebook = {"cells": [{"cell_type": "code", "source": ["import os\n", "x = 1"]},
+                          {"cell_type": "code", "source": ["!ls\n", "import distutils\n", "distutils.version"]}]}
+    script = fp.notebook_to_script(json.dumps(notebook))
+    (tmp_path / "nb.py").write_text(script)
+    line = script.splitlines().index("distutils.version") + 1
+    assert fp.notebook_cell_line(script, line) == (2, 3)
+    output = (f'Traceback (most recent call last):\n  File "{tmp_path}/nb.py", line {line}, in <module>\n'
+              "AttributeError: module 'distutils' has no attribute 'version'\n")
+    passed, reason = fp.judge(_recipe(program="nb.ipynb"), 1, False, output, tmp_path)
+    assert reason == "AttributeError: module 'distutils' has no attribute 'version' [nb.ipynb code cell 2, line 3]"
