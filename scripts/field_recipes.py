@@ -1,0 +1,279 @@
+"""Recipes of the field runner (scripts/field_programs.py): one row per program.
+
+Each names a public repository, a pinned commit and the program's path; the
+program's OWN flags shrink it (a couple of steps, tiny batches, model_dir in a
+temporary directory); ``data_gen`` names the synthetic data
+scripts/field_data.py writes first; ``expect`` is the program's own success
+line (a regular expression over its output; exit 0 is always required).
+``survey`` says how the program was chosen (docs/field.md). Placeholders in
+``args``: {model_dir}, {data_dir}, {tmp}.
+
+No code of these programs is stored here: the runner extracts the pinned
+commit from the fetched snapshot at run time.
+"""
+
+from typing import NamedTuple, Optional, Tuple
+
+ERAS = ("TF 1.x", "TF 2.0-2.3")
+KINDS = ("TPUEstimator", "TPUStrategy custom loop", "Keras fit", "Keras fit (contrib TPU)",
+         "low-level tf.tpu", "Estimator + train_distribute")
+PLACEHOLDERS = ("model_dir", "data_dir", "tmp")
+DATA_KINDS = ("cifar_tfrecords", "keras_fashion_mnist", "mnist_tfrecords", "bert_pretraining", "electra", "tfds_standin", "classifier_tsv")
+
+
+class Recipe(NamedTuple):
+    name: str
+    repo: str
+    commit: str
+    program: str            # path inside the extracted tree (prefix included)
+    era: str
+    kind: str
+    args: Tuple[str, ...]
+    survey: str             # how it was chosen
+    data: str               # what synthetic data it gets, in words
+    expect: Optional[str] = None
+    data_gen: Optional[Tuple[str, ...]] = None   # (kind, "key=value", ...) for field_data.py
+    tf1: bool = False       # `tpu-compat run --tf1` (programs that `import tensorflow as tf` in TF 1.x)
+    extract: Tuple[str, ...] = ()   # repository paths to extract (default: all)
+    prefix: str = ""        # extract under this directory (packages imported by the repo's name)
+    pythonpath: Tuple[str, ...] = ()  # tree-relative roots the program's imports need
+    cwd: str = ""           # tree-relative working directory (default: the program's directory)
+    upgrade_root: str = ""  # tree-relative directory `upgrade` rewrites (default: the tree)
+    cells: Optional[int] = None     # notebooks: run the first N code cells only
+    env: dict = {}
+    timeout: float = 300.0
+
+
+# Pinned commits (all present in the fetched snapshots).
+TPU_2020 = "0d4120fb5edfa2272d681366282460b867eb0803"      # tensorflow/tpu, 2020-02-25 (TF 1.15, compat.v1)
+TPU_2019 = "ed449e1777eeca53918e9fd07a09a348d5839a08"      # tensorflow/tpu, 2019-02-28 (TF 1.13, contrib)
+SIMCLR = "6bf69ce127ae33e181e1a6c5777c84570cb5d147"        # google-research/simclr, 2021-01-21 (TF1 run.py + tf2/)
+BERT = "eedf5716ce1268e56f0a50264a88cafad334ac61"          # google-research/bert, 2020-03-11
+ALBERT = "c47c04087b1f1d3ce2fe4f69c0f8ff255fc400b2"        # google-research/albert, 2019-12-06
+TPU_2021 = "da262fcba1d0598321d4eb9aa1954fcbf84d1807"      # tensorflow/tpu, 2021-02-25 (TF 2.x Colabs)
+ELECTRA = "8a46635f32083ada044d7e9ad09604742600ee7b"       # google-research/electra, 2021-03-31
+
+# The trainers' own synthetic-input switch: ImageNetInput builds a null batch when data_dir is 'null'
+# (their FAKE_DATA_DIR default is a GCS bucket of fake ImageNet, out of reach here).
+FAKE_IMAGENET = "--data_dir=null"
+# In --mode=train the trainers print nothing of their own at the end; the Estimator's last line is
+# the success criterion (a number, not nan: "Loss for final step: 7.05.").
+TRAINED = r"Loss for final step: \d"
+TPU_FORKS = ("tensorflow/tpu; {n} indexed repositories hold `{path}` (forks and copies, find_files)")
+
+RECIPES = [
+    Recipe(
+        name="tpu-mnist", repo="tensorflow/tpu", commit=TPU_2020,
+        program="models/official/mnist/mnist_tpu.py", era="TF 1.x", kind="TPUEstimator",
+        args=("--data_dir={data_dir}", "--model_dir={model_dir}", "--batch_size=64", "--train_steps=4",
+              "--eval_steps=1", "--iterations=2", "--num_shards=8", "--use_tpu=True"),
+        data_gen=("mnist_tfrecords", "n=256"), data="256 random 28x28 images per split as MNIST TFRecords",
+        expect=r'Prediction is "\d"', extract=("models/official/mnist",),
+        survey=TPU_FORKS.format(n=7, path="models/official/mnist/mnist_tpu.py")
+               + "; the Cloud TPU MNIST tutorial's program"),
+    Recipe(
+        name="tpu-resnet", repo="tensorflow/tpu", commit=TPU_2020,
+        program="models/official/resnet/resnet_main.py", era="TF 1.x", kind="TPUEstimator",
+        args=(FAKE_IMAGENET, "--model_dir={model_dir}", "--mode=train", "--train_steps=2",
+              "--train_batch_size=16", "--iterations_per_loop=1", "--resnet_depth=18", "--image_size=64",
+              "--num_train_images=64", "--num_parallel_calls=2"),
+        data="the program's own null input (--data_dir=null)", extract=("models",),
+        pythonpath=("models",), expect=TRAINED,
+        survey=TPU_FORKS.format(n=25, path="models/official/resnet/resnet_main.py")),
+    Recipe(
+        name="tpu-resnet-contrib", repo="tensorflow/tpu", commit=TPU_2019,
+        program="models/official/resnet/resnet_main.py", era="TF 1.x", kind="TPUEstimator", tf1=True,
+        args=(FAKE_IMAGENET, "--model_dir={model_dir}", "--mode=train",
+              "--param_overrides=train_steps=2,train_batch_size=16,iterations_per_loop=1,resnet_depth=18,"
+              "num_train_images=64,num_parallel_calls=2"),
+        data="the program's own null input (--data_dir=null)", extract=("models",),
+        pythonpath=("models",), expect=TRAINED,
+        survey="the same trainer as tpu-resnet, in its TF 1.13 form (`import tensorflow as tf`, tf.contrib); "
+               "most of the 25 indexed copies of resnet_main.py were forked before the compat.v1 rewrite"),
+    Recipe(
+        name="tpu-efficientnet", repo="tensorflow/tpu", commit=TPU_2020,
+        program="models/official/efficientnet/main.py", era="TF 1.x", kind="TPUEstimator",
+        args=(FAKE_IMAGENET, "--model_dir={model_dir}", "--mode=train", "--train_steps=2",
+              "--train_batch_size=16", "--iterations_per_loop=1", "--model_name=efficientnet-b0",
+              "--input_image_size=64", "--num_train_images=64", "--num_parallel_calls=2"),
+        data="the program's own null input (--data_dir=null)", extract=("models",),
+        pythonpath=("models", "models/common"), expect=TRAINED, timeout=600,
+        survey=TPU_FORKS.format(n=14, path="models/official/efficientnet/main.py")
+               + "; EfficientNet's reference trainer"),
+    Recipe(
+        name="tpu-mnasnet", repo="tensorflow/tpu", commit=TPU_2020,
+        program="tpu/models/official/mnasnet/mnasnet_main.py", era="TF 1.x", kind="TPUEstimator",
+        # mnas_utils.py appends 'tpu/models/official/efficientnet' to sys.path: run from the
+        # directory holding the `tpu` checkout, as its README does.
+        prefix="tpu", cwd=".",
+        args=(FAKE_IMAGENET, "--model_dir={model_dir}", "--mode=train", "--train_steps=2",
+              "--train_batch_size=16", "--iterations_per_loop=1", "--model_name=mnasnet-a1",
+              "--input_image_size=64", "--num_train_images=64", "--num_parallel_calls=2"),
+        data="the program's own null input (--data_dir=null)", extract=("models",),
+        pythonpath=("tpu/models", "tpu/models/common"), expect=TRAINED, timeout=600,
+        survey=TPU_FORKS.format(n=5, path="models/official/mnasnet/mnasnet_main.py")
+               + "; the MnasNet/MixNet trainer"),
+    Recipe(
+        name="tpu-mobilenet-contrib", repo="tensorflow/tpu", commit=TPU_2019,
+        program="models/official/mobilenet/mobilenet.py", era="TF 1.x", kind="TPUEstimator", tf1=True,
+        args=("--use_data=fake", "--model_dir={model_dir}", "--mode=train", "--train_steps=2",
+              "--train_batch_size=16", "--iterations=1", "--depth_multiplier=0.25", "--moving_average=True"),
+        data="the program's own fake data (--use_data=fake)", extract=("models",),
+        pythonpath=("models",), expect=None,
+        survey=TPU_FORKS.format(n=6, path="models/official/mobilenet/mobilenet.py")
+               + "; the MobileNet v1 trainer of TF 1.13"),
+    Recipe(
+        name="tpu-inception-v3-contrib", repo="tensorflow/tpu", commit=TPU_2019,
+        program="models/experimental/inception/inception_v3.py", era="TF 1.x", kind="TPUEstimator", tf1=True,
+        args=("--use_data=fake", "--model_dir={model_dir}", "--mode=train", "--train_steps=2",
+              "--train_batch_size=16", "--iterations=1", "--moving_average=True"),
+        data="the program's own fake data (--use_data=fake)", extract=("models",),
+        pythonpath=("models",), expect=None, timeout=600,
+        survey=TPU_FORKS.format(n=4, path="models/experimental/inception/inception_v3.py")
+               + "; the Cloud TPU Inception v3 tutorial's program"),
+    Recipe(
+        name="tpu-amoebanet-contrib", repo="tensorflow/tpu", commit=TPU_2019,
+        program="models/official/amoeba_net/amoeba_net.py", era="TF 1.x", kind="TPUEstimator", tf1=True,
+        args=("--data_dir=", "--model_dir={model_dir}", "--mode=train", "--train_steps=2",
+              "--train_batch_size=16", "--iterations_per_loop=1", "--num_cells=3", "--reduction_size=32",
+              "--image_size=64", "--num_train_images=64"),
+        data="the program's own fake input (empty --data_dir)", extract=("models",),
+        pythonpath=("models",), expect=None, timeout=600,
+        survey=TPU_FORKS.format(n=3, path="models/official/amoeba_net/amoeba_net.py")
+               + "; the AmoebaNet trainer of TF 1.13"),
+    Recipe(
+        name="tpu-keras-mnist", repo="tensorflow/tpu", commit=TPU_2020,
+        program="models/experimental/mnist_keras/mnist.py", era="TF 1.x", kind="Keras fit",
+        args=("--fake_data=True", "--model_dir={model_dir}"),
+        data="the program's own fake MNIST (--fake_data)", extract=("models/experimental/mnist_keras",),
+        expect=r"Accuracy: ",
+        survey=TPU_FORKS.format(n=2, path="models/experimental/mnist_keras/mnist.py")
+               + "; Keras on the TF 1.15 TPUStrategy with steps_per_run"),
+    Recipe(
+        name="tpu-keras-applications", repo="tensorflow/tpu", commit=TPU_2020,
+        program="models/experimental/keras_application/application_model.py", era="TF 1.x", kind="Keras fit",
+        args=("--model=mobilenet", "--use_synthetic_data=True", "--batch_size=16", "--epochs=1"),
+        data="the program's own synthetic images (--use_synthetic_data)",
+        extract=("models/experimental/keras_application",), expect=None,
+        survey=TPU_FORKS.format(n=3, path="models/experimental/keras_application/application_model.py")
+               + "; Keras applications on a TPU strategy, a kind issue #34 names"),
+    Recipe(
+        name="simclr-tf1", repo="google-research/simclr", commit=SIMCLR, program="run.py",
+        era="TF 1.x", kind="TPUEstimator",
+        args=("--dataset=cifar10", "--train_mode=pretrain", "--train_batch_size=16", "--train_steps=2",
+              "--resnet_depth=18", "--image_size=32", "--use_blur=False", "--model_dir={model_dir}",
+              "--data_dir={data_dir}", "--use_tpu=True", "--train_summary_steps=0", "--checkpoint_steps=2",
+              "--eval_batch_size=16"),
+        data_gen=("tfds_standin", "size=32", "classes=10", "n=64"),
+        data="64 random 32x32 images through a tensorflow_datasets stand-in (tfds not installed); "
+             "tensorflow_hub 0.16.1 from --site",
+        expect=None,
+        survey="find_files: 25 indexed repositories hold SimCLR's `tf2/run.py` and 9 its `lars_optimizer.py` "
+               "(forks of google-research/simclr); the TF 1.15 `run.py` is the code the SimCLR paper trained "
+               "on Cloud TPUs"),
+    Recipe(
+        name="simclr-tf2", repo="google-research/simclr", commit=SIMCLR, program="tf2/run.py",
+        era="TF 2.0-2.3", kind="TPUStrategy custom loop",
+        args=("--dataset=cifar10", "--train_mode=pretrain", "--train_batch_size=16", "--train_steps=2",
+              "--resnet_depth=18", "--image_size=32", "--use_blur=False", "--model_dir={model_dir}",
+              "--data_dir={data_dir}", "--use_tpu=True", "--checkpoint_steps=2", "--eval_batch_size=16",
+              "--mode=train"),
+        data_gen=("tfds_standin", "size=32", "classes=10", "n=64"),
+        data="64 random 32x32 images through a tensorflow_datasets stand-in (tfds not installed)",
+        expect=None,
+        survey="find_files: 25 indexed repositories hold `tf2/run.py` of SimCLR; its TF 2 custom-loop rewrite"),
+    Recipe(
+        name="bert-pretraining", repo="google-research/bert", commit=BERT, program="run_pretraining.py",
+        era="TF 1.x", kind="TPUEstimator", tf1=True,
+        args=("--input_file={data_dir}/pretrain.tfrecord", "--output_dir={model_dir}", "--do_train=True",
+              "--bert_config_file={data_dir}/bert_config.json", "--train_batch_size=16",
+              "--max_seq_length=128", "--max_predictions_per_seq=20", "--num_train_steps=2",
+              "--num_warmup_steps=1", "--iterations_per_loop=1", "--save_checkpoints_steps=2",
+              "--use_tpu=True", "--num_tpu_cores=8"),
+        data_gen=("bert_pretraining", "seq=128", "preds=20", "vocab=100", "n=64"),
+        data="64 random pre-training examples (seq 128) and a 2-layer, 32-wide bert_config.json",
+        expect=r"Saving checkpoints for 2 into",
+        survey="find_files: at least 449 indexed repositories hold a `run_pretraining.py` (the name BERT, "
+               "ALBERT and ELECTRA give their pre-training; the listing is mostly BERT forks)"),
+    Recipe(
+        name="bert-classifier", repo="google-research/bert", commit=BERT, program="run_classifier.py",
+        era="TF 1.x", kind="TPUEstimator", tf1=True,
+        args=("--task_name=MRPC", "--do_train=True", "--do_eval=True", "--data_dir={data_dir}",
+              "--vocab_file={data_dir}/vocab.txt", "--bert_config_file={data_dir}/bert_config.json",
+              "--max_seq_length=32", "--train_batch_size=16", "--eval_batch_size=8", "--num_train_epochs=0.5",
+              "--output_dir={model_dir}", "--use_tpu=True", "--num_tpu_cores=8", "--iterations_per_loop=1"),
+        data_gen=("bert_pretraining", "seq=32", "vocab=100", "n=1", "tsv=1"),
+        data="an MRPC-shaped train/dev TSV of random words, vocab.txt and a tiny bert_config.json",
+        expect=r"eval_accuracy = ",
+        survey="find_files: at least 1256 indexed repositories hold a `run_classifier.py` (BERT's fine-tuning "
+               "script, which BERT, ALBERT and XLNet forks share), the one BERT's Colab TPU tutorial ran"),
+    Recipe(
+        name="albert-pretraining", repo="google-research/albert", commit=ALBERT,
+        program="albert/run_pretraining.py", prefix="albert", pythonpath=(".",),
+        # lamb_optimizer.py says `import tensorflow as tf` and subclasses tf.train.Optimizer: TF 1.15 code.
+        era="TF 1.x", kind="TPUEstimator", tf1=True,
+        args=("--input_file={data_dir}/pretrain.tfrecord", "--output_dir={model_dir}", "--do_train=True",
+              "--albert_config_file={data_dir}/bert_config.json", "--train_batch_size=16",
+              "--max_seq_length=128", "--max_predictions_per_seq=20", "--num_train_steps=2",
+              "--num_warmup_steps=1", "--iterations_per_loop=1", "--save_checkpoints_steps=2",
+              "--use_tpu=True", "--num_tpu_cores=8"),
+        data_gen=("bert_pretraining", "seq=128", "preds=20", "vocab=100", "n=64"),
+        data="64 random pre-training examples (seq 128, sentence-order labels) and a tiny albert_config",
+        expect=r"Saving checkpoints for 2 into",
+        survey="find_files: 13 indexed repositories hold ALBERT's `lamb_optimizer.py`; its pre-training is "
+               "among the 449+ `run_pretraining.py` copies"),
+    Recipe(
+        name="electra-pretraining", repo="google-research/electra", commit=ELECTRA,
+        program="run_pretraining.py", era="TF 1.x", kind="TPUEstimator",
+        args=("--data-dir={data_dir}", "--model-name=tiny",
+              '--hparams={"use_tpu": true, "num_tpu_cores": 8, "debug": true, "vocab_size": 100, '
+              '"max_seq_length": 128, "train_batch_size": 16, "num_train_steps": 2, '
+              '"iterations_per_loop": 1, "save_checkpoints_steps": 2, "num_warmup_steps": 1}'),
+        data_gen=("electra", "seq=128", "vocab=100", "n=64"),
+        data="64 random token sequences as ELECTRA's pretrain_tfrecords and vocab.txt; debug hparams",
+        expect=None,
+        survey="find_files: 53 indexed repositories hold ELECTRA's `configure_pretraining.py` (forks of "
+               "google-research/electra)"),
+    Recipe(
+        name="tpu-cifar-keras", repo="tensorflow/tpu", commit=TPU_2020,
+        program="models/experimental/cifar_keras/cifar_keras.py", era="TF 1.x", kind="TPUEstimator",
+        args=("--train_file={data_dir}/train.tfrecords", "--model_dir={model_dir}", "--batch_size=64",
+              "--train_steps=4", "--iterations_per_loop=2", "--num_shards=8", "--use_tpu=True"),
+        data_gen=("cifar_tfrecords", "n=256"), data="256 random CIFAR-10-shaped TFRecord examples",
+        extract=("models/experimental/cifar_keras",), expect=r"Saving checkpoints for 4 into",
+        survey=TPU_FORKS.format(n=3, path="models/experimental/cifar_keras/cifar_keras.py")
+               + "; Keras layers in a TPUEstimator model_fn"),
+    Recipe(
+        name="colab-fashion-mnist", repo="tensorflow/tpu", commit=TPU_2020,
+        program="tools/colab/fashion_mnist.ipynb", cells=4, era="TF 1.x", kind="Keras fit", tf1=True,
+        args=(), data_gen=("keras_fashion_mnist", "train=2048", "test=512"),
+        data="2048/512 random Fashion-MNIST images in the keras.datasets cache; its code cells 1-4 "
+             "(training and save_weights; the plotting cells need matplotlib)",
+        extract=("tools/colab/fashion_mnist.ipynb",), expect=None,
+        survey="find_files: 12 indexed repositories hold `tools/colab/fashion_mnist.ipynb`, the Cloud TPU "
+               "Colab 'Fashion MNIST with Keras and TPUs' (copies in personal Colab collections); `search` "
+               "finds TPU helper code citing it"),
+    Recipe(
+        name="colab-fashion-mnist-tf2", repo="tensorflow/tpu", commit=TPU_2021,
+        program="tools/colab/fashion_mnist.ipynb", cells=4, era="TF 2.0-2.3", kind="Keras fit",
+        args=(), data_gen=("keras_fashion_mnist", "train=2048", "test=512"),
+        data="2048/512 random Fashion-MNIST images in the keras.datasets cache; code cells 1-4",
+        extract=("tools/colab/fashion_mnist.ipynb",), expect=None,
+        survey="the same Colab in its TF 2.x form (tf.distribute.experimental.TPUStrategy, "
+               "experimental_connect_to_cluster)"),
+    Recipe(
+        name="tpu-keras-mnist-contrib", repo="tensorflow/tpu", commit=TPU_2019,
+        program="models/experimental/mnist_keras/mnist.py", era="TF 1.x", kind="Keras fit", tf1=True,
+        args=("--fake_data=True", "--model_dir={model_dir}"),
+        data="the program's own fake MNIST (--fake_data)", extract=("models/experimental/mnist_keras",),
+        expect=r"Accuracy: ",
+        survey="tpu-keras-mnist in its TF 1.13 form (`import tensorflow as tf`, tf.contrib.distribute)"),
+    Recipe(
+        name="tpu-keras-applications-contrib", repo="tensorflow/tpu", commit=TPU_2019,
+        program="models/experimental/keras_application/application_model.py", era="TF 1.x",
+        kind="Keras fit", tf1=True,
+        args=("--model=mobilenet", "--use_synthetic_data=True", "--batch_size=16", "--epochs=1"),
+        data="the program's own synthetic images (--use_synthetic_data)",
+        extract=("models/experimental/keras_application",), expect=None,
+        survey="tpu-keras-applications in its TF 1.13 form (`import tensorflow as tf`, tf.contrib)"),
+]

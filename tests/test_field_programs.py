@@ -1,0 +1,243 @@
+"""The field runner's own parts (scripts/field_programs.py), without TensorFlow.
+
+CI never runs the field programs (they need the fetched snapshots, and CI has
+no network); these tests cover what decides their verdicts: recipe
+validation, the first error and its program line read from a traceback, the
+notebook-to-script conversion and the table.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+sys.path.insert(0, str(SCRIPTS))
+
+import field_programs as fp  # noqa: E402
+import field_recipes as fr  # noqa: E402
+
+TREE = "/tmp/field/run-x/src"
+
+
+def _recipe(**changes):
+    base = dict(name="demo", repo="owner/repo", commit="a" * 40, program="train.py", era="TF 1.x",
+                kind="TPUEstimator", args=("--model_dir={model_dir}",), survey="chosen because",
+                data="none")
+    base.update(changes)
+    return fr.Recipe(**base)
+
+
+def test_the_recipes_are_valid_and_there_are_at_least_twenty():
+    assert fp.validate_all(fr.RECIPES) == []
+    assert len(fr.RECIPES) >= 20
+    assert len({(r.repo, r.program, r.commit) for r in fr.RECIPES}) == len(fr.RECIPES)
+
+
+@pytest.mark.parametrize("change, names", [
+    (dict(commit="abc123"), "commit"),
+    (dict(commit="A" * 40), "commit"),
+    (dict(repo="no-slash"), "repo"),
+    (dict(program="../escape.py"), "program"),
+    (dict(program="README.md"), "program"),
+    (dict(era="TF 3"), "era"),
+    (dict(kind="Trainer"), "kind"),
+    (dict(args=("--data={data}",)), "placeholder"),
+    (dict(expect="(unclosed"), "expect"),
+    (dict(survey=""), "survey"),
+    (dict(timeout=0), "timeout"),
+    (dict(data_gen=("imagenet_from_the_web",)), "data_gen"),
+    (dict(name="Has Space"), "name"),
+])
+def test_a_bad_recipe_is_refused_naming_the_field_and_the_allowed_values(change, names):
+    problems = fp.validate(_recipe(**change))
+    assert len(problems) == 1 and names in problems[0], problems
+    if names in ("era", "kind"):
+        allowed = fr.ERAS if names == "era" else fr.KINDS
+        assert all(value in problems[0] for value in allowed)
+
+
+def test_duplicate_recipe_names_are_refused():
+    assert fp.validate_all([_recipe(), _recipe()]) == ["name 'demo' is used by more than one recipe"]
+
+
+PLAIN = f"""\
+I1128 some log line
+Traceback (most recent call last):
+  File "/usr/lib/python3.11/runpy.py", line 198, in _run_module_as_main
+  File "{TREE}/models/main.py", line 40, in <module>
+    app.run(main)
+  File "{TREE}/models/main.py", line 31, in main
+    estimator.train(input_fn)
+  File "/site-packages/tensorflow/estimator.py", line 900, in train
+    raise ValueError("bad")
+ValueError: _moments() got an unexpected keyword argument 'mask'
+"""
+
+
+def test_first_error_is_the_exception_at_the_innermost_program_frame():
+    assert fp.first_error(PLAIN, TREE) == (
+        "ValueError", "_moments() got an unexpected keyword argument 'mask'", "models/main.py:31")
+
+
+def test_first_error_takes_the_last_traceback_the_one_that_ended_the_run():
+    handled = PLAIN.replace("ValueError: _moments", "KeyError: _moments")
+    chained = handled + f"""
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "{TREE}/run.py", line 7, in <module>
+    import tensorflow_hub as hub
+ModuleNotFoundError: No module named 'tensorflow_hub'
+"""
+    assert fp.first_error(chained, TREE) == (
+        "ModuleNotFoundError", "No module named 'tensorflow_hub'", "run.py:7")
+
+
+def test_a_tree_that_is_a_prefix_of_another_path_is_not_the_program():
+    other = PLAIN.replace(f"{TREE}/models", f"{TREE}2/models")
+    assert fp.first_error(other, TREE)[2] is None
+
+
+GRAPH = f"""\
+Traceback (most recent call last):
+  File "{TREE}/resnet_main.py", line 716, in main
+  File "/site/tensorflow/python/client/session.py", line 1500, in _do_call
+tensorflow.python.framework.errors_impl.FailedPreconditionError: Graph execution error:
+
+Detected at node 'input_fn/list_files/MatchingFiles' defined at (most recent call last):
+    File "{TREE}/resnet_main.py", line 716, in main
+    File "/work/tpu_compat/estimator/estimator.py", line 184, in train
+    File "{TREE}/imagenet_input.py", line 341, in make_source_dataset
+Node: 'input_fn/list_files/MatchingFiles'
+Could not resolve host: www.googleapis.com
+\t when reading gs://bucket/fake
+\t [[{{{{node input_fn/list_files/MatchingFiles}}}}]]
+
+Original stack trace for 'input_fn/list_files/MatchingFiles':
+  File "{TREE}/elsewhere.py", line 1, in <module>
+"""
+
+
+def test_a_graph_error_names_its_cause_and_the_line_that_defined_the_op():
+    assert fp.first_error(GRAPH, TREE) == (
+        "tensorflow.python.framework.errors_impl.FailedPreconditionError",
+        "Graph execution error: Could not resolve host: www.googleapis.com", "imagenet_input.py:341")
+
+
+HANG = f"""\
+Fatal Python error: Aborted
+
+Thread 0x00007f0000000001 (most recent call first):
+  File "/usr/lib/python3.11/threading.py", line 320 in wait
+  File "{TREE}/worker.py", line 5 in loop
+
+Current thread 0x00007f0000000000 (most recent call first):
+  File "/site/tensorflow/python/client/session.py", line 1400 in _call_tf_sessionrun
+  File "{TREE}/train.py", line 88 in train_loop
+  File "{TREE}/train.py", line 120 in main
+  File "<frozen runpy>", line 88 in _run_code
+"""
+
+
+def test_a_run_killed_at_its_timeout_reports_where_its_main_thread_was():
+    assert fp.first_error(HANG, TREE) == ("hang", "killed at the timeout", "train.py:88")
+
+
+def test_no_traceback_means_no_error():
+    assert fp.first_error("all fine\nAccuracy: 0.9;\n", TREE) is None
+
+
+def test_judge_requires_exit_zero_and_the_programs_own_success_line():
+    recipe = _recipe(expect=r"Accuracy: \d")
+    assert fp.judge(recipe, 0, False, "Accuracy: 0.5", TREE) == (True, "")
+    passed, reason = fp.judge(recipe, 0, False, "done", TREE)
+    assert not passed and "was not printed" in reason
+    passed, reason = fp.judge(recipe, 1, False, PLAIN, TREE)
+    assert (passed, reason) == (False, "ValueError: _moments() got an unexpected keyword argument 'mask' "
+                                       "[models/main.py:31]")
+    passed, reason = fp.judge(recipe, -6, True, HANG, TREE)
+    assert (passed, reason) == (False, "timeout after 300 s at train.py:88")
+
+
+def test_a_notebook_becomes_its_code_cells_with_magics_and_shell_lines_commented_out():
+    notebook = {"cells": [
+        {"cell_type": "markdown", "source": ["# Title"]},
+        {"cell_type": "code", "source": ["!pip install foo\n", "import os\n", "%matplotlib inline\n", "x = 1"]},
+        {"cell_type": "code", "source": "%%bash\necho hi"},
+        {"cell_type": "code", "source": ["print(x)"]},
+        {"cell_type": "code", "source": ["plot(x)"]},
+    ]}
+    script = fp.notebook_to_script(json.dumps(notebook), cells=3)
+    assert script == "# cell 1\n# !pip install foo\nimport os\n# %matplotlib inline\nx = 1\n\n# cell 3\nprint(x)\n"
+    compile(script, "nb.py", "exec")
+
+
+def _row(name, mode, passed, seconds=12.3, reason="", todos=None):
+    row = {"name": name, "mode": mode, "passed": passed, "seconds": seconds, "reason": reason,
+           "date": "2026-11-28 15:00 UTC", "tpu_compat_commit": "abc1234567"}
+    if todos is not None:
+        row["todos"] = todos
+    return row
+
+
+def test_the_table_has_a_verdict_and_a_reason_per_mode():
+    recipes = [_recipe(name="a"), _recipe(name="b", program="nb.ipynb"), _recipe(name="c")]
+    long = "ImportError: " + "x" * 500 + " [src/a.py:3]"
+    results = [_row("a", "unchanged", True), _row("a", "migrated", False, 40.0, long, todos=2),
+               _row("b", "unchanged", False, 5.0, "KeyError: 'COLAB_TPU_ADDR' [nb.py:4]"),
+               _row("c", "unchanged", False, None, "not fetched")]
+    table = fp.render_table(recipes, results).splitlines()
+    assert table[0] == ("| # | program | era | kind | unchanged | unchanged: first error [program line] "
+                        "| migrated | migrated: first error [program line] |")
+    assert len(table) == 2 + len(recipes)
+    cells = [line.split(" | ") for line in table[2:]]
+    assert cells[0][4:6] == ["**pass** (12 s)", ""]
+    assert cells[0][6] == "fail (40 s, 2 TODO)"
+    assert cells[0][7].endswith("… [src/a.py:3] |") and len(cells[0][7]) < 300
+    assert cells[1][4:7] == ["fail (5 s)", "KeyError: 'COLAB_TPU_ADDR' [nb.py:4]", "not run"]
+    assert cells[2][4] == "not fetched"
+    assert fp.summary(recipes, results, "unchanged") == (1, 2, 3)
+    assert fp.summary(recipes, results, "migrated") == (0, 1, 3)
+
+
+def test_a_pipe_in_an_error_message_does_not_break_the_table():
+    results = [_row("a", "unchanged", False, 1.0, "ValueError: a | b [x.py:1]")]
+    line = fp.render_table([_recipe(name="a")], results).splitlines()[2]
+    assert "a \\| b [x.py:1]" in line
+
+
+def test_the_migration_section_replaces_itself(tmp_path, monkeypatch):
+    doc = tmp_path / "migration.md"
+    doc.write_text("# Migrating\n\nintro\n")
+    monkeypatch.setattr(fp, "MIGRATION_DOC", doc)
+    monkeypatch.setattr(fp, "FIELD_DOC", tmp_path / "field.md")
+    recipes = [_recipe(name="a")]
+    fp.write_docs(recipes, [_row("a", "migrated", True, todos=0)])
+    fp.write_docs(recipes, [_row("a", "migrated", False, 3.0, "E: x [a.py:1]", todos=1)])
+    text = doc.read_text()
+    assert text.startswith("# Migrating\n\nintro\n")
+    assert text.count(fp.MIGRATION_BEGIN) == 1 and text.count("## Field programs") == 1
+    assert "**0 of 1**" in text and "fail (3 s, 1 TODO)" in text
+    assert "abc1234567" in (tmp_path / "field.md").read_text()
+
+
+def test_placeholders_are_filled_and_other_braces_left_alone(tmp_path):
+    args = ("--model_dir={model_dir}", '--hparams={"use_tpu": true, "dir": "{data_dir}"}', "--x={tmp}/y")
+    assert fp.format_args(args, tmp_path) == [
+        f"--model_dir={tmp_path}/model_dir", f'--hparams={{"use_tpu": true, "dir": "{tmp_path}/data"}}',
+        f"--x={tmp_path}/y"]
+
+
+def test_a_converted_notebooks_error_line_is_said_as_its_cell_and_line(tmp_path):
+    notebook = {"cells": [{"cell_type": "code", "source": ["import os\n", "x = 1"]},
+                          {"cell_type": "code", "source": ["!ls\n", "import distutils\n", "distutils.version"]}]}
+    script = fp.notebook_to_script(json.dumps(notebook))
+    (tmp_path / "nb.py").write_text(script)
+    line = script.splitlines().index("distutils.version") + 1
+    assert fp.notebook_cell_line(script, line) == (2, 3)
+    output = (f'Traceback (most recent call last):\n  File "{tmp_path}/nb.py", line {line}, in <module>\n'
+              "AttributeError: module 'distutils' has no attribute 'version'\n")
+    passed, reason = fp.judge(_recipe(program="nb.ipynb"), 1, False, output, tmp_path)
+    assert reason == "AttributeError: module 'distutils' has no attribute 'version' [nb.ipynb code cell 2, line 3]"
