@@ -125,6 +125,8 @@ SLOW_IN_CI = (
     "tests/test_contrib_programs.py::*[[]1[]]",
     "tests/test_contrib_programs.py::*[[]2[]]",
     "tests/test_keras_tpu_model.py::*[[]1[]]",
+    "tests/test_research_programs.py::*[[]1[]]",
+    "tests/test_research_programs.py::*[[]2[]]",
     "tests/test_keras_tpu_model.py::*[[]2[]]",
     "tests/test_infeed_outfeed.py::*[[]1-*",
     "tests/test_infeed_outfeed.py::*[[]2-*",

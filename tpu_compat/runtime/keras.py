@@ -64,6 +64,7 @@ def _patch_tf_keras(state, package):
     from tf_keras.src.engine import training_utils_v1
     from tf_keras.src.metrics import base_metric
 
+    from tpu_compat.keras import batch_norm_moments
     from tpu_compat.runtime import keras_era, keras_pod
     state.replace(training, "_is_tpu_multi_host",
                   keras_pod.emulated_pods_are_tpu_pods(training._is_tpu_multi_host))  # pylint: disable=protected-access
@@ -72,6 +73,7 @@ def _patch_tf_keras(state, package):
     state.add(base_metric.Metric, "add_weight",
               metric_variables_are_local(base_metric.Metric.add_weight))
     keras_era.patch_tf_keras(state)
+    batch_norm_moments.patch_tf_keras(state)  # TPU batch-norm subclasses' _moments
     hooks.instrument_library(state, "tf_keras")  # outermost: sees the user's call
     state.replace(training_arrays_v1, "fit_loop", multi_step_fit_loop(
         training_arrays_v1.fit_loop, training_distributed_v1,
