@@ -64,6 +64,7 @@ def _patch_tf_keras(state, package):
     from tf_keras.src.engine import training_utils_v1
     from tf_keras.src.metrics import base_metric
 
+    from tpu_compat.keras import batch_norm_moments, optimizer_base, placeholder_units
     from tpu_compat.keras import era, pod
     state.replace(training, "_is_tpu_multi_host",
                   pod.emulated_pods_are_tpu_pods(training._is_tpu_multi_host))  # pylint: disable=protected-access
@@ -72,6 +73,9 @@ def _patch_tf_keras(state, package):
     state.add(base_metric.Metric, "add_weight",
               metric_variables_are_local(base_metric.Metric.add_weight))
     era.patch_tf_keras(state)
+    batch_norm_moments.patch_tf_keras(state)  # TPU batch-norm subclasses' _moments
+    placeholder_units.patch_tf_keras(state)  # Dense(-1), sized in the parent's build
+    optimizer_base.patch_tf_keras(state)  # subclasses of tf.keras.optimizers.Optimizer
     hooks.instrument_library(state, "tf_keras")  # outermost: sees the user's call
     state.replace(training_arrays_v1, "fit_loop", multi_step_fit_loop(
         training_arrays_v1.fit_loop, training_distributed_v1,
