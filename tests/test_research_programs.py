@@ -106,3 +106,45 @@ def test_tf2_pretraining_loop_on_8_cores_equals_one_core(lars_runs):
     assert any("moving_variance" in k for k in weights)
     np.testing.assert_allclose([tpu[k] for k in weights], [one[k] for k in weights],
                                rtol=2e-5, err_msg=str(weights))
+
+
+def test_the_era_subclassing_points_come_and_go_with_install(tpu8):
+    """In process: each change is made by install() and undone by uninstall()."""
+    del tpu8
+    import warnings  # pylint: disable=import-outside-toplevel
+
+    import tf_keras  # pylint: disable=import-outside-toplevel
+    import tpu_compat  # pylint: disable=import-outside-toplevel
+    from tf_keras.src.optimizers.legacy import optimizer_v2  # pylint: disable=import-outside-toplevel
+
+    class EraBatchNorm(tf_keras.layers.BatchNormalization):
+        calls = []
+
+        def _moments(self, inputs, reduction_axes, keep_dims):
+            self.calls.append(keep_dims)
+            return super()._moments(inputs, reduction_axes, keep_dims=keep_dims)
+
+    modern = tf_keras.optimizers.Optimizer
+    inputs = np.arange(12, dtype=np.float32).reshape(6, 2)
+    with pytest.raises(ValueError, match="units"):
+        tf_keras.layers.Dense(-1)
+    with pytest.raises(TypeError, match="mask"):
+        EraBatchNorm()(inputs, training=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with tpu_compat.install():
+            assert tf_keras.optimizers.Optimizer is optimizer_v2.OptimizerV2
+            assert tf_keras.optimizers.Adam is not optimizer_v2.OptimizerV2  # tf_keras's own
+            layer = tf_keras.layers.Dense(units=-1)
+            assert layer.units == -1
+            layer.units = 3
+            assert layer(inputs).shape == (6, 3)
+            out = EraBatchNorm(epsilon=0.0)(inputs, training=True).numpy()
+            assert EraBatchNorm.calls == [False]
+            expected = (inputs - inputs.mean(0)) / inputs.std(0)
+            np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
+    assert tf_keras.optimizers.Optimizer is modern
+    with pytest.raises(ValueError, match="units"):
+        tf_keras.layers.Dense(-1)
+    with pytest.raises(TypeError, match="mask"):
+        EraBatchNorm()(inputs, training=True)
