@@ -7,7 +7,8 @@ sum of every replica's loss. Two programs that differentiate two sums of
 different shapes (global batch-norm moments, a cross-replica concat) are
 checked against one device computing the same global batch:
 
-* in process: ``tf.compat.v1.tpu.replicate`` with ``tf.gradients`` inside;
+* in process: ``tf.compat.v1.tpu.replicate`` with ``tf.gradients`` inside, and
+  a TF 2 ``TPUStrategy.run`` in a ``tf.function`` with a ``GradientTape``;
 * a whole SimCLR-style TPUEstimator program on 8 cores
   (tests/scenarios/contrastive_cross_replica_grads.py), trained with
   ``CrossShardOptimizer``, against its own ``use_tpu=False`` run.
@@ -69,6 +70,32 @@ def test_replicate_gradients_equal_one_device(tpu8):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TPUCompatDeprecationWarning)
         got = replicated_gradient()
+    np.testing.assert_allclose(got, one_device_gradient(), rtol=1e-5, atol=1e-6)
+
+
+def test_tf2_strategy_run_gradient_tape_equals_one_device(tpu8):
+    del tpu8
+    from tpu_compat.runtime.strategy_v2 import CompatTPUStrategy  # pylint: disable=import-outside-toplevel
+    strategy = CompatTPUStrategy()
+
+    @tf.function
+    def step():
+        def replica_fn():
+            replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+            x = tf.gather(tf.constant(X), replica)
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                hidden = tf.tanh(x - lowlevel.cross_replica_sum(tf.reduce_mean(x, 0)) / N)
+                everyone = lowlevel.cross_replica_sum(
+                    tf.one_hot(replica, N)[:, None, None] * hidden[None])
+                loss = replica_loss(hidden, tf.gather(tf.constant(W), replica),
+                                    tf.reshape(everyone, [-1, DIM]))
+            return tape.gradient(loss, x)
+        return strategy.run(replica_fn)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TPUCompatDeprecationWarning)
+        got = np.stack([t.numpy() for t in strategy.experimental_local_results(step())])
     np.testing.assert_allclose(got, one_device_gradient(), rtol=1e-5, atol=1e-6)
 
 

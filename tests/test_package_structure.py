@@ -254,6 +254,9 @@ TF_INTERNALS_AS_DATA = {
         "resolved when the program reads it",
     "tpu_compat.contrib.deep_imports":
         "TF 1.15's deep contrib import paths: the same kind of name table",
+    "tpu_compat.estimator.python_imports":
+        "TF 1.x's tensorflow.python.estimator paths: the program's imports it serves "
+        "(TF 2.16+ has no such module)",
 }
 
 

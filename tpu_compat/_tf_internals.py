@@ -121,6 +121,10 @@ from tensorflow.python.ops import gen_math_ops
 # unchanged; the decorator is public as tf.custom_gradient, read here beside
 # the other ops modules numerics.py takes.
 from tensorflow.python.ops import custom_gradient
+# saveable_object_util: a scaffold_fn's tf.compat.v1.train.Saver({name: variable}) over the
+# emulated TPU's MirroredVariables (estimator/tpu/scaffold_savers.py) must restore every
+# copy; the Saver asks this module's saveable_objects_for_op. No public API (checked 2.15-2.21).
+from tensorflow.python.training.saving import saveable_object_util
 # IsMklEnabled: whether oneDNN kernels run; no public API.
 from tensorflow.python.util import _pywrap_util_port as pywrap_util_port
 

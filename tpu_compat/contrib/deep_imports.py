@@ -34,6 +34,12 @@ DEEP_IMPORTS = {
             "rewrite", "replicate", "shard", "batch_parallel")},
     "tensorflow.contrib.tpu.python.ops.tpu_ops": {
         "cross_replica_sum": ("tpu", "cross_replica_sum")},
+    "tensorflow.contrib.tpu.python.tpu.async_checkpoint": {
+        # The TPU reference trainers' (ResNet, MnasNet, EfficientNet main.py)
+        # --async_checkpointing hook: TF 1.15's AsyncCheckpointSaverHook had
+        # CheckpointSaverHook's arguments and wrote the same checkpoints from a
+        # thread; here they are written in the step, as CheckpointSaverHook does.
+        "AsyncCheckpointSaverHook": "tpu_compat.estimator.hooks:CheckpointSaverHook"},
     "tensorflow.contrib.training.python.training.evaluation": {
         "checkpoints_iterator": ("training", "checkpoints_iterator")},
 }

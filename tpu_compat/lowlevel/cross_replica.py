@@ -109,15 +109,14 @@ def _group_sums(strategy, per_replica, groups):
 # The gradient of an all-reduce is the all-reduce of the gradient, per op, as
 # XLA differentiates CrossReplicaSum (TF r1.15 tensorflow/python/tpu/ops/
 # tpu_ops.py, _cross_replica_sum_grad). Each replica's result is
-# IdentityN(total, x): its value is the group's sum, but its gradient goes only
+# a custom gradient of (x, total): its value is the group's sum, but its gradient goes only
 # to this replica's own ``x``, as the replica's own op on a TPU; the merged sum
 # itself (an Add chain over every replica's ``x``) is never differentiated,
 # which would add the paths through the other replicas' computations a second
-# time. The groups of each such op, and which of its replica's sums it was
-# (the n-th), are kept here by graph (weakly: a graph's id can be reused once
-# it is collected, as each Estimator call builds a new one) and op name.
-_GRADIENT_NAME = "TPUCompatEmulatedCrossReplicaSum"
-_gradient_groups = weakref.WeakKeyDictionary()
+# time. Which of its replica's sums each is (the n-th) is counted here by
+# graph (weakly: a graph's id can be reused once it is collected, as each
+# Estimator call builds a new one) and replica, so merge_call can check that
+# every replica reached the same sum's gradient.
 # Per graph: {replica id: how many sums that replica has built}.
 _sums_per_replica = weakref.WeakKeyDictionary()
 # How many emulated cross-replica sums were ever built (TPUEstimator checks that
@@ -132,17 +131,6 @@ class CrossReplicaGradientOrderError(RuntimeError):
 def sums_built():
     """How many emulated cross-replica sums this process has built so far."""
     return _sums_built
-
-
-@ops.RegisterGradient(_GRADIENT_NAME)
-def _cross_replica_sum_gradient(op, grad, _unused_grad=None):
-    """Inputs (total, x): no gradient to the merged total, the group sum of ``grad`` to x."""
-    context = emulated_replica_context()
-    entry = _gradient_groups.get(op.graph, {}).get(op.name)
-    if context is None or entry is None or grad is None:
-        return [None, grad]  # differentiated outside the replicas: nothing to meet
-    groups, index = entry
-    return [None, _merged_group_sum(context, grad, groups, index=index)]
 
 
 def _merged_group_sum(context, x, groups, index=None):
@@ -174,13 +162,23 @@ def _emulated_cross_replica_sum(context, x, group_assignment, name):
         x = tf.convert_to_tensor(x)
         total = _merged_group_sum(context, x, groups)
         graph = ops.get_default_graph()
-        with graph.gradient_override_map({"IdentityN": _GRADIENT_NAME}):
-            result = tf.raw_ops.IdentityN(input=[total, x])[0]
         counts = _sums_per_replica.setdefault(graph, {})
         replica = _replica_number(context)
         index = counts.get(replica, 0)
         counts[replica] = index + 1
-        _gradient_groups.setdefault(graph, {})[result.op.name] = (groups, index)
+
+        # tf.custom_gradient, so tf.gradients and a GradientTape (TF 2's
+        # strategy.run) both take it: the group sum of the gradient, to x only.
+        @tf.custom_gradient
+        def sum_of_group(x, total):
+            def gradient(upstream):
+                context_now = emulated_replica_context()
+                if context_now is None:  # differentiated outside the replicas
+                    return upstream, None
+                return _merged_group_sum(context_now, upstream, groups, index=index), None
+            return tf.identity(total), gradient
+
+        result = sum_of_group(x, total)
     global _sums_built
     _sums_built += 1
     return result

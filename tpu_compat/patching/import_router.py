@@ -71,6 +71,11 @@ REDIRECTS = (
         why_here="above tensorflow.contrib, as installed before: the rows concern "
                  "different names, so only the nesting of their frames depends on it"),
     Redirect(
+        imports="from tensorflow.python.estimator[.X] import Y (TF 1.x)",
+        serves="tpu_compat.estimator's names (estimator/python_imports.py)",
+        route="tpu_compat.estimator.python_imports:import_route",
+        why_here="concerns names no other row serves"),
+    Redirect(
         imports="tensorflow.contrib[.X], from tensorflow import contrib (TF 1.12-1.14)",
         serves="tpu_compat.contrib (contrib/imports.py)",
         route="tpu_compat.contrib.imports:import_route",

@@ -16,7 +16,7 @@ from tpu_compat._tf_internals import gen_summary_ops, summary_ops_v2
 
 from tpu_compat.estimator import _inputs
 from tpu_compat.estimator._spec import EstimatorSpec, check_metric_ops, validate_hooks
-from tpu_compat.estimator.tpu import _ordering
+from tpu_compat.estimator.tpu import _ordering, scaffold_savers
 from tpu_compat.runtime import hooks as _table_hooks
 
 __all__ = ["HostCall", "HostCallHook", "TPUEstimatorSpec", "call_metric_fn"]
@@ -185,10 +185,15 @@ class TPUEstimatorSpec(collections.namedtuple("TPUEstimatorSpec", _FIELDS)):
 
 
 def get_scaffold(scaffold_fn):
-    """Calls ``scaffold_fn`` (on the host); TF 1.15 refused a None result."""
+    """Calls ``scaffold_fn`` (on the host); TF 1.15 refused a None result.
+
+    A Saver it builds over the replicas' variables restores every copy
+    (``scaffold_savers``: evaluating with moving averages).
+    """
     if scaffold_fn is None:
         return None
-    scaffold = scaffold_fn()
+    with scaffold_savers.distributed_variables_restore_every_copy():
+        scaffold = scaffold_fn()
     if scaffold is None:
         raise ValueError("TPUEstimatorSpec.scaffold_fn returned None; it must return "
                          "a tf.compat.v1.train.Scaffold (e.g. "
