@@ -96,6 +96,37 @@ def test_experimental_make_numpy_dataset(strategy):
     assert float(strategy.reduce("SUM", batch, axis=0)) == 8.0
 
 
+def _pipeline(distributed):
+    """Type names of the datasets feeding a TF DistributedDataset, outermost first."""
+    (dataset,) = distributed._cloned_datasets  # pylint: disable=protected-access
+    names = []
+    while dataset is not None:
+        names.append(type(dataset).__name__)
+        dataset = getattr(dataset, "_input_dataset", None)
+    return names
+
+
+def test_full_batches_are_split_by_tensorflows_own_prefetched_pipeline(strategy):
+    # Issue #32: with every batch full the legacy split is TF 2.21's, so the
+    # adapter hands the dataset to TensorFlow's pipeline, whose rebatch is
+    # prefetched (one element per replica), as a native MirroredStrategy's fit
+    # reads it; the per-replica pipeline of the legacy split had no prefetch and
+    # Keras fit with steps_per_run ran slower than native steps_per_execution.
+    full = tf.data.Dataset.range(64).batch(16, drop_remainder=True)
+    distributed = strategy.experimental_distribute_dataset(full)
+    assert type(distributed).__name__ == "DistributedDataset"
+    pipeline = _pipeline(distributed)
+    assert pipeline.index("_PrefetchDataset") == pipeline.index("_RebatchDataset") - 1
+    batches = [[t.numpy().tolist() for t in strategy.experimental_local_results(batch)]
+               for batch in distributed]
+    assert batches == [[[16 * step + 2 * replica, 16 * step + 2 * replica + 1]
+                        for replica in range(8)] for step in range(4)]
+    assert distributed.element_spec._value_specs[0].shape == [2]  # pylint: disable=protected-access
+    # A last partial batch keeps TF 2.0-2.3's split (test_strict: [4, 2] on 2 replicas).
+    partial = strategy.experimental_distribute_dataset(tf.data.Dataset.range(60).batch(16))
+    assert type(partial).__name__ == "DistributedDatasetsFromFunction"
+
+
 def test_datasets_from_function_and_input_context(strategy):
     seen = []
 
