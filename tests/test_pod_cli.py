@@ -233,6 +233,25 @@ def test_doctor_facts_describe_the_pod_settings():
         doctor.pod_settings({"TPU_COMPAT_NUM_HOSTS": "3"})
 
 
+@pytest.mark.parametrize("tf_config,message", [
+    ("[]", "TF_CONFIG is a list; expected an object: "),
+    ('{"cluster": 5}', "TF_CONFIG's \"cluster\" is a number (5); expected an object of "
+                       "job names to lists of host:port"),
+    ('{"cluster": {"worker": "a:1"}}', "TF_CONFIG's cluster job 'worker' is 'a:1'; "
+                                       "expected a list of host:port strings"),
+    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": "x"}}',
+     "expected a string \"type\" and an integer \"index\""),
+    ("{", "TF_CONFIG is not valid JSON"),
+])
+def test_doctor_names_a_tf_config_tensorflow_cannot_read(tf_config, message):
+    """Issue 33: a well-formed but invalid TF_CONFIG was passed over in silence."""
+    with pytest.raises(_config.ConfigError) as error:
+        doctor.pod_settings({"TF_CONFIG": tf_config})
+    assert message in str(error.value)
+    # A valid worker's TF_CONFIG is not a problem.
+    assert doctor.pod_settings({"TF_CONFIG": _tf_config("worker", 0)})
+
+
 # -- the runner and pod errors ----------------------------------------------------------
 
 
