@@ -410,3 +410,45 @@ def test_a_suite_started_with_sigint_ignored_gives_its_programs_their_ctrl_c():
         cwd=REPO_ROOT)
     assert result.returncode == 0, result.stdout[-3000:]
     assert "1 passed" in result.stdout
+
+
+def test_ctrl_c_ends_the_run_as_ctrl_c_even_with_a_worker_lost(monkeypatch):
+    """Issue 33: a KeyboardInterrupt that ended the program became exit code 2
+    (WorkerLostError) when a worker had stopped answering meanwhile."""
+    monkeypatch.setattr(pod_faults, "_watched", types.SimpleNamespace(spawned=True))
+    monkeypatch.setattr(pod_faults, "_disarmed", [])
+    monkeypatch.setattr(pod_faults, "_interrupted", [])
+    monkeypatch.setattr(pod_faults, "_lost_worker",
+                        lambda pod: "worker 1 (localhost:9, pid 7) stopped answering")
+    monkeypatch.setattr(pod_faults, "first_report", lambda: None)
+    assert pod_faults.failure_behind(KeyboardInterrupt()) is None
+    # Any other error is still explained by the lost worker.
+    monkeypatch.setattr(pod_faults.launch, "stop_workers", lambda **kwargs: None)
+    monkeypatch.setattr(pod_faults.logs, "quiet_native_stderr", lambda: None)
+    monkeypatch.setattr(pod_faults, "quiet_tensorflow_unraisables", lambda: None)
+    assert isinstance(pod_faults.failure_behind(RuntimeError()), pod_errors.WorkerLostError)
+
+
+def test_tensorflow_errors_ignored_at_exit_after_a_fault_go_to_the_log(monkeypatch, capfd):
+    """Issue 33: 'Exception ignored in Executor.__del__ ... UnavailableError' (9
+    lines) followed the one error line."""
+    class OpError(Exception):
+        pass
+
+    loaded = types.ModuleType("tensorflow")
+    loaded.errors = types.SimpleNamespace(OpError=OpError)
+    monkeypatch.setitem(sys.modules, "tensorflow", loaded)
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+    pod_faults.quiet_tensorflow_unraisables()
+    pod_faults.quiet_tensorflow_unraisables()  # once: not wrapped twice
+
+    def unraisable(error):
+        return types.SimpleNamespace(exc_type=type(error), exc_value=error,
+                                     exc_traceback=None, object="Executor.__del__")
+    sys.unraisablehook(unraisable(OpError("Unavailable: socket closed")))
+    assert seen == []  # not Python's printer: file descriptor 2 (the pod's log then)
+    assert "Unavailable: socket closed" in capfd.readouterr().err
+    other = unraisable(RuntimeError("the program's own"))
+    sys.unraisablehook(other)
+    assert seen == [other]
