@@ -24,6 +24,7 @@ byte-for-byte unchanged and reported.
 
 import collections
 import dataclasses
+import re
 from typing import Dict, List, Optional
 
 import libcst as cst
@@ -169,9 +170,12 @@ def _todo_text(outcome):
 class _Rewriter(cst.CSTTransformer):
     """Applies the planned edits to the nodes of the shared parse."""
 
-    def __init__(self, edits, todos):
+    def __init__(self, edits, todos, newlines=None):
         super().__init__()
         self.edits = edits
+        # id(statement) -> the line break its TODO lines end with (files
+        # with mixed line endings only; else libcst's default, the first line's).
+        self._newlines = newlines or {}
         self._also = {id(edit.also.node): edit.also for edit in edits.values()
                       if edit.also is not None}
         self.applied = set()      # ids of edited nodes
@@ -233,7 +237,9 @@ class _Rewriter(cst.CSTTransformer):
             if any(text == marker or text.startswith(marker + " ") for text in existing):
                 continue
             existing.append(marker)
-            lines.append(cst.EmptyLine(indent=True, comment=cst.Comment(_todo_text(outcome))))
+            lines.append(cst.EmptyLine(
+                indent=True, comment=cst.Comment(_todo_text(outcome)),
+                newline=cst.Newline(self._newlines.get(id(outcome.finding.site.statement)))))
         if not lines:
             return statement
         return statement.with_changes(leading_lines=[*statement.leading_lines, *lines])
@@ -268,9 +274,30 @@ def _check_preserved(module, text, new_text, rewriter):
         raise _RewriteFailed(problem)
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def _todo_newlines(module, todos, text):
+    """For a file with mixed line endings: ``{id(statement): line break}``, the
+    break ending each TODO-receiving statement's first line (the TODO line's
+    neighbour), so that a TODO line keeps the ending of the lines around it."""
+    if len(set(_LINE_BREAK.findall(text))) < 2 or not todos:
+        return {}
+    statements = {id(o.finding.site.statement): o.finding.site.statement for o in todos}
+    firsts = {key: (node.decorators[0] if getattr(node, "decorators", None) else node)
+              for key, node in statements.items()}
+    _, spans = _positions.code_spans(module, list(firsts.values()))
+    newlines = {}
+    for key, first in firsts.items():
+        found = _LINE_BREAK.search(text, spans[first][1])
+        if found is not None:
+            newlines[key] = found.group()
+    return newlines
+
+
 def _rewrite(module, edits, todos, text):
     """The new text, and the edited node ids and TODO indices actually placed."""
-    rewriter = _Rewriter(edits, todos)
+    rewriter = _Rewriter(edits, todos, _todo_newlines(module, todos, text))
     with scan.deep_recursion():
         new_text = module.visit(rewriter).code
         _check_preserved(module, text, new_text, rewriter)
