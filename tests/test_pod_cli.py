@@ -425,7 +425,6 @@ def test_ctrl_c_ends_the_run_as_ctrl_c_even_with_a_worker_lost(monkeypatch):
     # Any other error is still explained by the lost worker.
     monkeypatch.setattr(pod_faults.launch, "stop_workers", lambda **kwargs: None)
     monkeypatch.setattr(pod_faults.logs, "quiet_native_stderr", lambda: None)
-    monkeypatch.setattr(pod_faults, "quiet_tensorflow_unraisables", lambda: None)
     assert isinstance(pod_faults.failure_behind(RuntimeError()), pod_errors.WorkerLostError)
 
 
@@ -440,8 +439,7 @@ def test_tensorflow_errors_ignored_at_exit_after_a_fault_go_to_the_log(monkeypat
     monkeypatch.setitem(sys.modules, "tensorflow", loaded)
     seen = []
     monkeypatch.setattr(sys, "unraisablehook", seen.append)
-    pod_faults.quiet_tensorflow_unraisables()
-    pod_faults.quiet_tensorflow_unraisables()  # once: not wrapped twice
+    pod_faults.logs._tensorflow_unraisables_to_fd2()  # pylint: disable=protected-access
 
     def unraisable(error):
         return types.SimpleNamespace(exc_type=type(error), exc_value=error,

@@ -24,7 +24,6 @@ byte-for-byte unchanged and reported.
 
 import collections
 import dataclasses
-import re
 from typing import Dict, List, Optional
 
 import libcst as cst
@@ -173,9 +172,7 @@ class _Rewriter(cst.CSTTransformer):
     def __init__(self, edits, todos, newlines=None):
         super().__init__()
         self.edits = edits
-        # id(statement) -> the line break its TODO lines end with (files
-        # with mixed line endings only; else libcst's default, the first line's).
-        self._newlines = newlines or {}
+        self._newlines = newlines or {}  # id(statement) -> its TODO lines' break
         self._also = {id(edit.also.node): edit.also for edit in edits.values()
                       if edit.also is not None}
         self.applied = set()      # ids of edited nodes
@@ -237,9 +234,9 @@ class _Rewriter(cst.CSTTransformer):
             if any(text == marker or text.startswith(marker + " ") for text in existing):
                 continue
             existing.append(marker)
-            lines.append(cst.EmptyLine(
-                indent=True, comment=cst.Comment(_todo_text(outcome)),
-                newline=cst.Newline(self._newlines.get(id(outcome.finding.site.statement)))))
+            newline = cst.Newline(self._newlines.get(id(outcome.finding.site.statement)))
+            lines.append(cst.EmptyLine(indent=True, newline=newline,
+                                       comment=cst.Comment(_todo_text(outcome))))
         if not lines:
             return statement
         return statement.with_changes(leading_lines=[*statement.leading_lines, *lines])
@@ -255,49 +252,16 @@ class _RewriteFailed(Exception):
 def _check_preserved(module, text, new_text, rewriter):
     """Raises _RewriteFailed unless ``new_text`` is ``text`` outside the edited
     nodes, with only TODO lines added above statements (upgrade's guarantee)."""
-    # A TODO goes on its own lines, right above its statement's first line:
-    # a decorated definition's first decorator (libcst's position of a
-    # definition starts at `def`/`class`, after its decorators).
-    firsts = {node: (node.decorators[0] if getattr(node, "decorators", None) else node)
-              for node in rewriter.todo_statements}
-    nodes = rewriter.changed + rewriter.todo_statements + list(firsts.values())
-    code, spans = _positions.code_spans(module, nodes)
-    if code != text:
-        raise _RewriteFailed("libcst does not reproduce this file exactly")
-    edits = [(spans[node][0], spans[node][2]) for node in rewriter.changed]
-    insertions = []
-    for node in rewriter.todo_statements:
-        start = spans[firsts[node]][1]
-        insertions.append(max(text.rfind("\n", 0, start), text.rfind("\r", 0, start)) + 1)
-    problem = _preserve.unchanged_outside(text, new_text, edits, insertions)
+    problem = _preserve.rewrite_problem(module, text, new_text, rewriter.changed,
+                                        rewriter.todo_statements)
     if problem is not None:
         raise _RewriteFailed(problem)
 
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def _todo_newlines(module, todos, text):
-    """For a file with mixed line endings: ``{id(statement): line break}``, the
-    break ending each TODO-receiving statement's first line (the TODO line's
-    neighbour), so that a TODO line keeps the ending of the lines around it."""
-    if len(set(_LINE_BREAK.findall(text))) < 2 or not todos:
-        return {}
-    statements = {id(o.finding.site.statement): o.finding.site.statement for o in todos}
-    firsts = {key: (node.decorators[0] if getattr(node, "decorators", None) else node)
-              for key, node in statements.items()}
-    _, spans = _positions.code_spans(module, list(firsts.values()))
-    newlines = {}
-    for key, first in firsts.items():
-        found = _LINE_BREAK.search(text, spans[first][1])
-        if found is not None:
-            newlines[key] = found.group()
-    return newlines
-
-
 def _rewrite(module, edits, todos, text):
     """The new text, and the edited node ids and TODO indices actually placed."""
-    rewriter = _Rewriter(edits, todos, _todo_newlines(module, todos, text))
+    rewriter = _Rewriter(edits, todos, _positions.line_breaks_after(
+        module, [o.finding.site.statement for o in todos], text))
     with scan.deep_recursion():
         new_text = module.visit(rewriter).code
         _check_preserved(module, text, new_text, rewriter)

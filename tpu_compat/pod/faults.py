@@ -32,7 +32,6 @@ import signal
 import sys
 import threading
 import time
-import traceback
 
 from tpu_compat import settings
 from tpu_compat.pod import launch, logs
@@ -96,7 +95,7 @@ def program_exiting():
     deadline, _ = _heartbeat_timing()
     if any(heartbeat.silence for heartbeat in _heartbeats) or any(
             launch.silent(address, deadline) for address in pod.addresses):
-        _quiet_after_fault()
+        logs.quiet_native_stderr()
         launch.stop_workers()
 
 
@@ -180,11 +179,11 @@ def failure_behind(error, settle_seconds=1.0):
         # program_exiting stops such workers before TensorFlow's shutdown.
         return None
     if isinstance(error, WorkerLostError):
-        _quiet_after_fault()
+        logs.quiet_native_stderr()
         return error
     reported = first_report()
     if reported is not None and not _interrupted:
-        _quiet_after_fault()
+        logs.quiet_native_stderr()
         return WorkerLostError(reported)  # the monitor saw it first
     lost = _lost_worker(pod)
     # TensorFlow can notice a dead worker (its sockets close) a moment before
@@ -195,45 +194,9 @@ def failure_behind(error, settle_seconds=1.0):
         lost = _lost_worker(pod)
     if lost is None:
         return None
-    _quiet_after_fault()
+    logs.quiet_native_stderr()
     launch.stop_workers()
     return WorkerLostError(_lost_message(pod, lost))
-
-
-def _quiet_after_fault():
-    """What the terminal no longer gets once a pod fault is known (docs/pods.md, One line)."""
-    logs.quiet_native_stderr()
-    quiet_tensorflow_unraisables()
-
-
-def quiet_tensorflow_unraisables():
-    """From now on, TensorFlow errors Python cannot raise go to the pod's log.
-
-    After a pod fault, objects that still hold remote handles (an eager
-    ``Executor``, say) fail in ``__del__`` as the interpreter ends, and Python
-    prints each as "Exception ignored in ... UnavailableError" with its
-    traceback, after the one error line. They are written to file descriptor
-    2, which then is the pod's log (:func:`logs.quiet_native_stderr`); any
-    other unraisable exception is printed as before. Once per process.
-    """
-    previous = sys.unraisablehook
-    if getattr(previous, "tpu_compat_pod", False):
-        return
-
-    def to_the_log(unraisable):
-        if not _is_tensorflow_error(unraisable.exc_value):
-            previous(unraisable)
-            return
-        text = "".join(traceback.format_exception(
-            unraisable.exc_type, unraisable.exc_value, unraisable.exc_traceback))
-        try:
-            os.write(2, f"Exception ignored in: {unraisable.object!r}\n{text}".encode(
-                "utf-8", "replace"))
-        except OSError:
-            pass
-
-    to_the_log.tpu_compat_pod = True
-    sys.unraisablehook = to_the_log
 
 
 def _lost_message(pod, lost):
@@ -251,7 +214,7 @@ def _terminate():
     """
     with _terminate_lock:
         _exiting.set()
-        _quiet_after_fault()
+        logs.quiet_native_stderr()
         launch.stop_workers(grace=launch.STOP_GRACE_SECONDS)
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -406,7 +369,7 @@ class _Monitor(threading.Thread):
             lost = _lost_worker(self._pod)
             if lost and not _exiting.is_set():
                 break
-        _quiet_after_fault()
+        logs.quiet_native_stderr()
         report(_lost_message(self._pod, lost))
         launch.stop_workers()
         with _arm_lock:
@@ -420,7 +383,7 @@ class _Monitor(threading.Thread):
         print(f"tpu-compat: interrupted; the program is still inside a "
               f"TensorFlow call on the pod after {_INTERRUPT_GRACE_SECONDS:g} s, "
               f"so the pod's workers are stopped", file=sys.stderr, flush=True)
-        _quiet_after_fault()
+        logs.quiet_native_stderr()
         launch.stop_workers(grace=launch.STOP_GRACE_SECONDS)
         self._end_after_grace(130)
 
