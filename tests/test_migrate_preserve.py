@@ -123,7 +123,8 @@ def test_a_refused_file_is_left_untouched_in_place_and_counted(tmp_path, monkeyp
     data = (PROGRAM + "\n\n    # c1\n").encode()
     target.write_bytes(data)
     (tmp_path / "fine.py").write_text(PROGRAM)
-    assert cli_main(["upgrade", "--in-place", "--force", str(tmp_path)]) == 0
+    # Issue 33: a file that could not be upgraded makes the exit code 1.
+    assert cli_main(["upgrade", "--in-place", "--force", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "t.py: error: libcst does not reproduce this file exactly; left unchanged" in err
     assert "1 of 2 files changed" in err and "1 files could not be upgraded" in err

@@ -380,7 +380,7 @@ def snapshot(root):
 def test_output_mirrors_the_tree_and_copies_what_it_cannot_change(tree, tmp_path, capsys):
     before = snapshot(tree)
     out = tmp_path / "out"
-    assert cli_main(["upgrade", str(tree), "--output", str(out)]) == 0
+    assert cli_main(["upgrade", str(tree), "--output", str(out)]) == 1
     assert snapshot(tree) == before
     after = snapshot(out)
     assert set(after) == set(before)
@@ -397,8 +397,8 @@ def test_output_mirrors_the_tree_and_copies_what_it_cannot_change(tree, tmp_path
 
 def test_output_inside_the_input_tree_is_not_upgraded_again(tree):
     out = tree / "upgraded"
-    assert cli_main(["upgrade", str(tree), "--output", str(out)]) == 0
-    assert cli_main(["upgrade", str(tree), "--output", str(out)]) == 0
+    assert cli_main(["upgrade", str(tree), "--output", str(out)]) == 1
+    assert cli_main(["upgrade", str(tree), "--output", str(out)]) == 1
     assert not (out / "upgraded").exists()
 
 
@@ -414,7 +414,7 @@ def test_output_never_overwrites_an_input(tree, output, capsys):
 
 def test_in_place_with_force_never_changes_unparseable_files(tree):
     before = snapshot(tree)
-    assert cli_main(["upgrade", str(tree), "--in-place", "--force"]) == 0
+    assert cli_main(["upgrade", str(tree), "--in-place", "--force"]) == 1
     after = snapshot(tree)
     for name in UNTOUCHABLE:
         assert after[name] == before[name]
@@ -425,7 +425,7 @@ def test_in_place_with_force_never_changes_unparseable_files(tree):
 def test_diff_prints_a_unified_diff_and_writes_nothing(tree, capsys):
     before = snapshot(tree)
     mtime = os.stat(tree / "pkg" / "legacy.py").st_mtime_ns
-    assert cli_main(["upgrade", str(tree), "--diff"]) == 0
+    assert cli_main(["upgrade", str(tree), "--diff"]) == 1
     out = capsys.readouterr().out
     assert snapshot(tree) == before
     assert os.stat(tree / "pkg" / "legacy.py").st_mtime_ns == mtime
@@ -590,7 +590,7 @@ def test_atomic_write_keeps_permissions(tmp_path):
 def test_text_report_in_the_tf_upgrade_v2_layout(tree, tmp_path):
     report_path = tmp_path / "report.txt"
     assert cli_main(["upgrade", str(tree), "--output", str(tmp_path / "o"),
-                     "--report", str(report_path)]) == 0
+                     "--report", str(report_path)]) == 1
     text = report_path.read_text()
     lines = text.splitlines()
     assert lines[0] == "tpu_compat upgrade report"
@@ -609,7 +609,7 @@ def test_text_report_in_the_tf_upgrade_v2_layout(tree, tmp_path):
                                    ["--report", "r.out", "--report-format", "json"]])
 def test_json_report(tree, tmp_path, monkeypatch, flags):
     monkeypatch.chdir(tmp_path)
-    assert cli_main(["upgrade", str(tree), "--diff", *flags]) == 0
+    assert cli_main(["upgrade", str(tree), "--diff", *flags]) == 1
     data = json.loads((tmp_path / flags[1]).read_text())
     assert data["files_converted"] == 3 and data["files_changed"] == 2
     actions = collections.Counter(f["action"] for f in data["findings"])

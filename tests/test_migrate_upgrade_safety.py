@@ -62,7 +62,8 @@ def test_a_symbolic_link_is_reported_and_not_followed(tmp_path, capsys):
     (tree / "linked_dir").symlink_to(tmp_path / "other", target_is_directory=True)
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "o.py").write_text(LEGACY_FILE)
-    assert cli_main(["upgrade", "--in-place", "--force", str(tree)]) == 0
+    # Exit code 1: a file (the link) was not upgraded (issue 33).
+    assert cli_main(["upgrade", "--in-place", "--force", str(tree)]) == 1
     err = capsys.readouterr().err
     assert "l.py: error: is a symbolic link" in err and "not followed" in err
     assert outside.read_text() == LEGACY_FILE and (tree / "l.py").is_symlink()
@@ -70,7 +71,7 @@ def test_a_symbolic_link_is_reported_and_not_followed(tmp_path, capsys):
     assert (tree / "real.py").read_text() == UPGRADED_FILE
     # --output does not copy what the link points at either.
     out = tmp_path / "out"
-    assert cli_main(["upgrade", "--output", str(out), str(tree)]) == 0
+    assert cli_main(["upgrade", "--output", str(out), str(tree)]) == 1
     assert sorted(os.listdir(out)) == ["real.py"]
 
 
@@ -78,7 +79,7 @@ def test_a_hard_linked_file_is_refused_in_place(tmp_path, capsys):
     first = tmp_path / "a.py"
     first.write_text(LEGACY_FILE)
     os.link(first, tmp_path / "b.py")
-    assert cli_main(["upgrade", "--in-place", "--force", str(first)]) == 0
+    assert cli_main(["upgrade", "--in-place", "--force", str(first)]) == 1  # issue 33
     err = capsys.readouterr().err
     assert "has 2 hard links" in err and "1 files could not be upgraded" in err
     assert os.stat(first).st_ino == os.stat(tmp_path / "b.py").st_ino
@@ -89,7 +90,7 @@ def test_a_read_only_file_needs_force(tmp_path, capsys):
     target = tmp_path / "ro.py"
     target.write_text(LEGACY_FILE)
     target.chmod(0o444)
-    assert cli_main(["upgrade", "--in-place", "--backup-suffix", ".bak", str(target)]) == 0
+    assert cli_main(["upgrade", "--in-place", "--backup-suffix", ".bak", str(target)]) == 1
     assert "is read-only" in capsys.readouterr().err
     assert target.read_text() == LEGACY_FILE and not (tmp_path / "ro.py.bak").exists()
     assert cli_main(["upgrade", "--in-place", "--force", str(target)]) == 0
@@ -183,3 +184,18 @@ def test_the_guard_names_the_line_that_changed(updated, edits, line):
     from tpu_compat.migrate import _preserve
     assert _preserve.unchanged_outside("a\nb\nc\nd\ne\n", updated, edits) == (
         f"the rewrite would change the file outside its edits (near line {line})")
+
+
+def test_a_todo_line_takes_its_neighbours_line_ending_in_a_mixed_file():
+    """Issue 33: it took the first line's ending (libcst's default newline)."""
+    source = ("import tensorflow as tf\n"
+              "x = 1\r\n"
+              "it = strategy.make_dataset_iterator(ds)\r\n"
+              "y = 2\r\n")
+    new_text, _ = upgrade.upgrade_text(source, "mixed.py")
+    assert new_text == ("import tensorflow as tf\n"
+                        "x = 1\r\n"
+                        "# TODO(tpu_compat): TPC009 "
+                        "iter(strategy.experimental_distribute_dataset(dataset))\r\n"
+                        "it = strategy.make_dataset_iterator(ds)\r\n"
+                        "y = 2\r\n")

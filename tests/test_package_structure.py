@@ -19,7 +19,7 @@ ARCHITECTURE = os.path.join(ROOT, "docs", "architecture.md")
 # package may import (docs/architecture.md says what each is for).
 SHARED_INTERNALS = {
     "tpu_compat._atomic", "tpu_compat._callsite", "tpu_compat._config", "tpu_compat._lazy",
-    "tpu_compat._process", "tpu_compat._tf_internals", "tpu_compat._version",
+    "tpu_compat._paths", "tpu_compat._process", "tpu_compat._tf_internals", "tpu_compat._version",
 }
 # Private modules shared by two modules only: (importer, imported).
 PRIVATE_PAIRS = {("tpu_compat.pytest_plugin", "tpu_compat._pytest_child")}

@@ -233,6 +233,25 @@ def test_doctor_facts_describe_the_pod_settings():
         doctor.pod_settings({"TPU_COMPAT_NUM_HOSTS": "3"})
 
 
+@pytest.mark.parametrize("tf_config,message", [
+    ("[]", "TF_CONFIG is a list; expected an object: "),
+    ('{"cluster": 5}', "TF_CONFIG's \"cluster\" is a number (5); expected an object of "
+                       "job names to lists of host:port"),
+    ('{"cluster": {"worker": "a:1"}}', "TF_CONFIG's cluster job 'worker' is 'a:1'; "
+                                       "expected a list of host:port strings"),
+    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": "x"}}',
+     "expected a string \"type\" and an integer \"index\""),
+    ("{", "TF_CONFIG is not valid JSON"),
+])
+def test_doctor_names_a_tf_config_tensorflow_cannot_read(tf_config, message):
+    """Issue 33: a well-formed but invalid TF_CONFIG was passed over in silence."""
+    with pytest.raises(_config.ConfigError) as error:
+        doctor.pod_settings({"TF_CONFIG": tf_config})
+    assert message in str(error.value)
+    # A valid worker's TF_CONFIG is not a problem.
+    assert doctor.pod_settings({"TF_CONFIG": _tf_config("worker", 0)})
+
+
 # -- the runner and pod errors ----------------------------------------------------------
 
 
@@ -391,3 +410,43 @@ def test_a_suite_started_with_sigint_ignored_gives_its_programs_their_ctrl_c():
         cwd=REPO_ROOT)
     assert result.returncode == 0, result.stdout[-3000:]
     assert "1 passed" in result.stdout
+
+
+def test_ctrl_c_ends_the_run_as_ctrl_c_even_with_a_worker_lost(monkeypatch):
+    """Issue 33: a KeyboardInterrupt that ended the program became exit code 2
+    (WorkerLostError) when a worker had stopped answering meanwhile."""
+    monkeypatch.setattr(pod_faults, "_watched", types.SimpleNamespace(spawned=True))
+    monkeypatch.setattr(pod_faults, "_disarmed", [])
+    monkeypatch.setattr(pod_faults, "_interrupted", [])
+    monkeypatch.setattr(pod_faults, "_lost_worker",
+                        lambda pod: "worker 1 (localhost:9, pid 7) stopped answering")
+    monkeypatch.setattr(pod_faults, "first_report", lambda: None)
+    assert pod_faults.failure_behind(KeyboardInterrupt()) is None
+    # Any other error is still explained by the lost worker.
+    monkeypatch.setattr(pod_faults.launch, "stop_workers", lambda **kwargs: None)
+    monkeypatch.setattr(pod_faults.logs, "quiet_native_stderr", lambda: None)
+    assert isinstance(pod_faults.failure_behind(RuntimeError()), pod_errors.WorkerLostError)
+
+
+def test_tensorflow_errors_ignored_at_exit_after_a_fault_go_to_the_log(monkeypatch, capfd):
+    """Issue 33: 'Exception ignored in Executor.__del__ ... UnavailableError' (9
+    lines) followed the one error line."""
+    class OpError(Exception):
+        pass
+
+    loaded = types.ModuleType("tensorflow")
+    loaded.errors = types.SimpleNamespace(OpError=OpError)
+    monkeypatch.setitem(sys.modules, "tensorflow", loaded)
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+    pod_faults.logs._tensorflow_unraisables_to_fd2()  # pylint: disable=protected-access
+
+    def unraisable(error):
+        return types.SimpleNamespace(exc_type=type(error), exc_value=error,
+                                     exc_traceback=None, object="Executor.__del__")
+    sys.unraisablehook(unraisable(OpError("Unavailable: socket closed")))
+    assert seen == []  # not Python's printer: file descriptor 2 (the pod's log then)
+    assert "Unavailable: socket closed" in capfd.readouterr().err
+    other = unraisable(RuntimeError("the program's own"))
+    sys.unraisablehook(other)
+    assert seen == [other]

@@ -282,3 +282,12 @@ def test_bad_child_timeout_is_a_usage_error(run, args, message):
     result = run("def test_nothing():\n    pass\n", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_bad_num_hosts_variable_is_a_usage_error(run, monkeypatch):
+    """Issue 33: the plugin ignored TPU_COMPAT_NUM_HOSTS=abc."""
+    monkeypatch.setenv("TPU_COMPAT_NUM_HOSTS", "abc")
+    result = run("def test_nothing():\n    pass\n")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*TPU_COMPAT_NUM_HOSTS='abc' is not valid; expected a "
+                                 "positive integer*"])

@@ -49,7 +49,8 @@ _REPLICAS_PARAM = pytest_marker.REPLICAS_PARAM
 _CATEGORY_PATH = "tpu_compat.TPUCompatDeprecationWarning"
 # The settings the plugin resolves when pytest starts (the others are read by
 # tpu_compat.install() and the fixtures, as in any program).
-_SETTINGS = ("backend", "num_replicas")
+# num_hosts: read here only to refuse a bad value before any test runs (issue 33).
+_SETTINGS = ("backend", "num_replicas", "num_hosts")
 
 
 def _option(name):

@@ -180,8 +180,7 @@ def own_errors():
     if backend is not None:
         errors += [backend.BackendUnavailableError, backend.EmulationTooLateError]
     pod_errors = sys.modules.get("tpu_compat.pod.errors")
-    if pod_errors is not None:
-        # A pod worker that did not start or went away (WorkerLostError).
+    if pod_errors is not None:  # a pod worker that did not start or went away
         errors.append(pod_errors.PodError)
     return tuple(errors)
 
@@ -194,9 +193,8 @@ def print_own_error(error):
         pod_errors.report(str(error))
         return
     message = str(error)
-    if not message.startswith("tpu-compat"):
-        message = f"tpu-compat: error: {message}"
-    print(message, file=sys.stderr)
+    print(message if message.startswith("tpu-compat") else f"tpu-compat: error: {message}",
+          file=sys.stderr)
 
 
 def _exit_code(error):
@@ -236,11 +234,8 @@ def _exit_status(error):
 
 
 def _execute(run, *args, **kwargs):
-    """Runs the program: ``run(*args, **kwargs)``; returns its exit code.
-
-    Its frame is where the program starts: this frame and every frame above it
-    are left out of the program's traceback (:data:`_LAUNCH_CODES`).
-    """
+    """Runs the program: ``run(*args, **kwargs)``; returns its exit code. This frame
+    and those above it are left out of the program's traceback (:data:`_LAUNCH_CODES`)."""
     try:
         run(*args, **kwargs)
     except BaseException as error:  # pylint: disable=broad-except
@@ -250,11 +245,9 @@ def _execute(run, *args, **kwargs):
     return 0
 
 
-def _flush_standard_streams():
-    """Flushes stdout and stderr, unless the program closed them: python
-    exits 0 after ``sys.stdout.close()``, flushing nothing."""
-    for stream in (sys.stdout, sys.stderr):
-        if stream is not None and not getattr(stream, "closed", False):
+def _flush_standard_streams():  # unless closed: python exits 0 after sys.stdout.close()
+    for stream in (stream for stream in (sys.stdout, sys.stderr) if stream is not None):
+        if not getattr(stream, "closed", False):
             stream.flush()
 
 
@@ -330,9 +323,7 @@ def run_script(path, args=(), tf1=False):
         raise RunError(f"cannot run {path!r}: no such file")
     with open(path, "rb") as handle:
         source = handle.read()
-    # Python 3.9+ makes the script's path absolute: __file__ and the code's
-    # file name (tracebacks); sys.argv[0] stays as given.
-    filename = os.path.abspath(path)
+    filename = os.path.abspath(path)  # as python 3.9+: __file__, tracebacks (not argv)
     try:
         code = compile(source, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as error:  # ValueError: null bytes (< 3.12)

@@ -5,6 +5,7 @@ import os
 import sys
 
 from tpu_compat import _config, runner, settings, tf_support
+from tpu_compat.pod import config as pod_config
 
 # Shown besides the TensorFlow distributions (tf_support.TF_DISTRIBUTIONS).
 DISTRIBUTIONS = ("tf-keras", "keras", "cloud-tpu-client", "libcst")
@@ -151,6 +152,9 @@ def pod_settings(environ):
     pod (``backend.start_pod``, before the backend line) is what checks that
     its workers come up.
     """
+    problem = pod_config.tf_config_problem(environ)
+    if problem is not None:
+        raise _config.ConfigError(problem)
     request = runner.check_pod_settings(environ)
     if request is not None and request[1] is not None:
         hosts = (f"{request[0]}: TF_CONFIG names this process the chief of the "

@@ -1,8 +1,9 @@
 """``tpu-compat upgrade``: rewrite legacy TPU-strategy APIs (the engine: :mod:`tpu_compat.migrate`).
 
 Exit codes: 0 when done, 1 when ``--fail-on-findings`` is given and something
-changed or is left to review, also 1 when an upgraded file could not be
-written, and 2 for usage errors.
+changed or is left to review, also 1 when a file could not be upgraded (it
+does not parse, cannot be read, or its rewrite was refused: left unchanged)
+or an upgraded file could not be written, and 2 for usage errors.
 """
 
 import collections
@@ -334,6 +335,11 @@ def run_upgrade(args):
     for path, message in write_failures:
         print(f"{path}: error: {message}", file=sys.stderr)
     if write_failures:
+        return EXIT_FAILURE
+    if any(u.error is not None for u in results):
+        # Each such file was reported with an `error:` line and left as it
+        # was: upgrade did not do its job there, whatever --exit-zero-like
+        # convention scan follows for files it cannot read (issue 33).
         return EXIT_FAILURE
     something = any(u.changed or u.outcomes for u in results)
     return EXIT_FAILURE if args.fail_on_findings and something else EXIT_OK

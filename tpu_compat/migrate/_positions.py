@@ -181,3 +181,29 @@ def start_positions(module: cst.Module,
         done = index
         at_index[index] = cst.metadata.CodePosition(line, column)
     return {node: at_index[state.spans[node][0]] for node in nodes}
+
+
+def first_line_node(statement):
+    """The node on ``statement``'s first line: its first decorator, if any
+    (libcst's position of a definition starts at `def`/`class`)."""
+    decorators = getattr(statement, "decorators", None)
+    return decorators[0] if decorators else statement
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def line_breaks_after(module, statements, code):
+    """``{id(statement): the line break ending its first line}`` when ``code``
+    mixes line endings (else ``{}``): a TODO line upgrade puts above a
+    statement ends as its neighbour does, not as the file's first line."""
+    if not statements or len(set(_LINE_BREAK.findall(code))) < 2:
+        return {}
+    firsts = {id(node): first_line_node(node) for node in statements}
+    _, spans = code_spans(module, list(firsts.values()))
+    breaks = {}
+    for key, first in firsts.items():
+        found = _LINE_BREAK.search(code, spans[first][1])
+        if found is not None:
+            breaks[key] = found.group()
+    return breaks

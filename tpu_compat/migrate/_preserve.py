@@ -16,7 +16,9 @@ Two helpers for :mod:`tpu_compat.migrate.upgrade`:
 import re
 from typing import Iterable, Optional, Tuple
 
-__all__ = ["split_trailer", "unchanged_outside"]
+from tpu_compat.migrate import _positions
+
+__all__ = ["rewrite_problem", "split_trailer", "unchanged_outside"]
 
 _BLANK = " \t\f"
 # What upgrade may put where it adds a TODO: whole comment lines of its own.
@@ -43,6 +45,24 @@ def split_trailer(text: str) -> Tuple[str, str]:
         # A backslash before the tail joins the next line: keep it all as code.
         return text, ""
     return code, text[end:]
+
+
+def rewrite_problem(module, text, new_text, changed, todo_statements):
+    """Why ``new_text`` (``module`` rewritten) is not ``text`` outside the
+    ``changed`` nodes with only TODO lines added above ``todo_statements``; None
+    when it is (upgrade's guarantee)."""
+    # A TODO goes on its own lines, right above its statement's first line.
+    firsts = {node: _positions.first_line_node(node) for node in todo_statements}
+    code, spans = _positions.code_spans(module, list(changed) + list(todo_statements)
+                                        + list(firsts.values()))
+    if code != text:
+        return "libcst does not reproduce this file exactly"
+    edits = [(spans[node][0], spans[node][2]) for node in changed]
+    insertions = []
+    for node in todo_statements:
+        start = spans[firsts[node]][1]
+        insertions.append(max(text.rfind("\n", 0, start), text.rfind("\r", 0, start)) + 1)
+    return unchanged_outside(text, new_text, edits, insertions)
 
 
 def unchanged_outside(original: str, updated: str, edits: Iterable[Tuple[int, int]],

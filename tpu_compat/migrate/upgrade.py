@@ -169,9 +169,10 @@ def _todo_text(outcome):
 class _Rewriter(cst.CSTTransformer):
     """Applies the planned edits to the nodes of the shared parse."""
 
-    def __init__(self, edits, todos):
+    def __init__(self, edits, todos, newlines=None):
         super().__init__()
         self.edits = edits
+        self._newlines = newlines or {}  # id(statement) -> its TODO lines' break
         self._also = {id(edit.also.node): edit.also for edit in edits.values()
                       if edit.also is not None}
         self.applied = set()      # ids of edited nodes
@@ -233,7 +234,9 @@ class _Rewriter(cst.CSTTransformer):
             if any(text == marker or text.startswith(marker + " ") for text in existing):
                 continue
             existing.append(marker)
-            lines.append(cst.EmptyLine(indent=True, comment=cst.Comment(_todo_text(outcome))))
+            newline = cst.Newline(self._newlines.get(id(outcome.finding.site.statement)))
+            lines.append(cst.EmptyLine(indent=True, newline=newline,
+                                       comment=cst.Comment(_todo_text(outcome))))
         if not lines:
             return statement
         return statement.with_changes(leading_lines=[*statement.leading_lines, *lines])
@@ -249,28 +252,16 @@ class _RewriteFailed(Exception):
 def _check_preserved(module, text, new_text, rewriter):
     """Raises _RewriteFailed unless ``new_text`` is ``text`` outside the edited
     nodes, with only TODO lines added above statements (upgrade's guarantee)."""
-    # A TODO goes on its own lines, right above its statement's first line:
-    # a decorated definition's first decorator (libcst's position of a
-    # definition starts at `def`/`class`, after its decorators).
-    firsts = {node: (node.decorators[0] if getattr(node, "decorators", None) else node)
-              for node in rewriter.todo_statements}
-    nodes = rewriter.changed + rewriter.todo_statements + list(firsts.values())
-    code, spans = _positions.code_spans(module, nodes)
-    if code != text:
-        raise _RewriteFailed("libcst does not reproduce this file exactly")
-    edits = [(spans[node][0], spans[node][2]) for node in rewriter.changed]
-    insertions = []
-    for node in rewriter.todo_statements:
-        start = spans[firsts[node]][1]
-        insertions.append(max(text.rfind("\n", 0, start), text.rfind("\r", 0, start)) + 1)
-    problem = _preserve.unchanged_outside(text, new_text, edits, insertions)
+    problem = _preserve.rewrite_problem(module, text, new_text, rewriter.changed,
+                                        rewriter.todo_statements)
     if problem is not None:
         raise _RewriteFailed(problem)
 
 
 def _rewrite(module, edits, todos, text):
     """The new text, and the edited node ids and TODO indices actually placed."""
-    rewriter = _Rewriter(edits, todos)
+    rewriter = _Rewriter(edits, todos, _positions.line_breaks_after(
+        module, [o.finding.site.statement for o in todos], text))
     with scan.deep_recursion():
         new_text = module.visit(rewriter).code
         _check_preserved(module, text, new_text, rewriter)

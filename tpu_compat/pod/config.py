@@ -72,6 +72,48 @@ def parse_tf_config(environ=None):
     return json.loads(raw)
 
 
+def _json_kind(value):
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            type(None): "null"}.get(type(value), "a number")
+
+
+def tf_config_problem(environ=None):
+    """What is wrong with ``TF_CONFIG`` for TensorFlow's cluster resolvers, or None.
+
+    For ``doctor``: TensorFlow (``TFConfigClusterResolver``, RunConfig) reads
+    a JSON object whose ``cluster`` maps job names to lists of ``host:port``
+    and whose ``task`` has a ``type`` and an ``index``; anything else fails
+    there, later and less clearly.
+    """
+    try:
+        config = parse_tf_config(environ)
+    except ValueError as error:
+        return f"{TF_CONFIG_VAR} is not valid JSON ({error})"
+    if config is None:
+        return None
+    if not isinstance(config, dict):
+        return (f"{TF_CONFIG_VAR} is {_json_kind(config)}; expected an object: "
+                f"{TF_CONFIG_SHAPE}")
+    cluster, task = config.get("cluster", {}), config.get("task", {})
+    if not isinstance(cluster, dict):
+        return (f"{TF_CONFIG_VAR}'s \"cluster\" is {_json_kind(cluster)} ({cluster!r}); "
+                f"expected an object of job names to lists of host:port")
+    for job, tasks in cluster.items():
+        addresses = tasks.values() if isinstance(tasks, dict) else tasks
+        if not isinstance(tasks, (list, dict)) or not all(
+                isinstance(address, str) for address in addresses):
+            return (f"{TF_CONFIG_VAR}'s cluster job {job!r} is {tasks!r}; expected a "
+                    f"list of host:port strings")
+    if not isinstance(task, dict):
+        return (f"{TF_CONFIG_VAR}'s \"task\" is {_json_kind(task)} ({task!r}); expected "
+                f"an object with \"type\" and \"index\"")
+    if task and (not isinstance(task.get("type"), str) or isinstance(task.get("index"), bool)
+                 or not isinstance(task.get("index", 0), int)):
+        return (f"{TF_CONFIG_VAR}'s \"task\" is {task!r}; expected a string \"type\" "
+                f"and an integer \"index\"")
+    return None
+
+
 def hosts_setting(environ=None):
     """``TPU_COMPAT_NUM_HOSTS`` as a positive int, or None when unset.
 

@@ -173,6 +173,11 @@ def failure_behind(error, settle_seconds=1.0):
         _set_async_exception(None)
     if _interrupted and not isinstance(error, KeyboardInterrupt):
         return KeyboardInterrupt()
+    if isinstance(error, KeyboardInterrupt):
+        # Ctrl-C ended the program: it ends as Ctrl-C (by SIGINT), even when a
+        # worker stopped answering meanwhile (issue 33: it became exit code 2);
+        # program_exiting stops such workers before TensorFlow's shutdown.
+        return None
     if isinstance(error, WorkerLostError):
         logs.quiet_native_stderr()
         return error

@@ -18,6 +18,7 @@ import os
 import sys
 import tempfile
 import threading
+import traceback
 
 from tpu_compat import settings
 from tpu_compat.pod.errors import PodError
@@ -104,3 +105,29 @@ def quiet_native_stderr():
             pass
         finally:
             os.close(log_fd)
+        _tensorflow_unraisables_to_fd2()
+
+
+def _tensorflow_unraisables_to_fd2():
+    """TensorFlow errors Python cannot raise go to file descriptor 2 (the log now).
+
+    After a pod fault, objects that still hold remote handles (an eager
+    ``Executor``) fail in ``__del__`` as the interpreter ends: Python would
+    print "Exception ignored in ... UnavailableError" and a traceback after
+    the one error line. Any other unraisable exception is printed as before.
+    """
+    previous = sys.unraisablehook
+
+    def to_the_log(unraisable):
+        errors = getattr(sys.modules.get("tensorflow"), "errors", None)
+        if errors is None or not isinstance(unraisable.exc_value, errors.OpError):
+            previous(unraisable)
+            return
+        text = "".join(traceback.format_exception(
+            unraisable.exc_type, unraisable.exc_value, unraisable.exc_traceback))
+        try:
+            os.write(2, f"Exception ignored in: {unraisable.object!r}\n{text}".encode(
+                "utf-8", "replace"))
+        except OSError:
+            pass
+    sys.unraisablehook = to_the_log
