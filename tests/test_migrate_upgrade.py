@@ -139,6 +139,15 @@ TODOS = [
     ("import tensorflow.compat.v1 as tf\ns = tf.compat.v2.distribute.experimental.TPUStrategy(r)\n",
      f"import tensorflow.compat.v1 as tf\n{todo('TPC005')}\n"
      "s = tf.compat.v2.distribute.experimental.TPUStrategy(r)\n"),
+    # An iterator made by a helper, in a module that makes them (issue 35): the
+    # TF 1.15 initialize() is marked where it is called or read.
+    ("def make(strategy, ds):\n    return strategy.make_dataset_iterator(ds)\n"
+     "eval_iterator = make(strategy, ds)\nsess.run(eval_iterator.initialize())\n"
+     "init = self._train_iter.initialize\n",
+     f"def make(strategy, ds):\n    {todo('TPC009')}\n    return strategy.make_dataset_iterator(ds)\n"
+     f"eval_iterator = make(strategy, ds)\n{todo('TPC018')}\n"
+     f"sess.run(eval_iterator.initialize())\n{todo('TPC018')}\n"
+     "init = self._train_iter.initialize\n"),
     # A strategy class is never renamed outside a call (siblings, not subclasses).
     ("import tensorflow.compat.v1 as tf\nok = isinstance(s, tf.contrib.distribute.TPUStrategy)\n",
      f"import tensorflow.compat.v1 as tf\n{todo('TPC062')}\n"
@@ -226,6 +235,8 @@ UNCHANGED = [
     "import tensorflow as tf\ns = tf.distribute.TPUStrategy(r, experimental_device_assignment=d)\n",
     "def experimental_run_v2(self, fn):\n    return fn()\n",
     "tf.__internal__.decorator.unwrap(f)\n",
+    # initialize() of an iterator-named object, in a module making no TF iterator.
+    "iterator = make()\niterator.initialize()\n",
     "import tensorflow.compat.v1 as tf\nds = ds.prefetch(tf.data.AUTOTUNE)\n",
     "",
     "\n\n",
