@@ -614,6 +614,13 @@ def test_text_report_in_the_tf_upgrade_v2_layout(tree, tmp_path):
     assert f"Processing file '{tree}/pkg/legacy.py'" in lines
     assert f" outputting to '{tmp_path}/o/pkg/legacy.py'" in lines
     assert any("INFO: TPC001: Rewrote" in line for line in lines)
+    # Per file, whether the result is expected to run with no legacy API (issue 35).
+    assert "Expected to run with no legacy API: 2 of 3 files" in lines
+    log = lines[lines.index("Detailed log follows:"):]
+    for name, verdict in [("legacy.py", "yes"), ("sub/modern.py", "yes"),
+                          ("sub/todo.py", "no (1 legacy use left)")]:
+        at = log.index(f"Processing file '{tree}/pkg/{name}'")
+        assert log[at + 3:at + 6].count(f"Expected to run with no legacy API: {verdict}") == 1
 
 
 @pytest.mark.parametrize("flags", [["--report", "r.json"],
@@ -626,6 +633,10 @@ def test_json_report(tree, tmp_path, monkeypatch, flags):
     actions = collections.Counter(f["action"] for f in data["findings"])
     assert actions == {"rewritten": 1, "todo": 1}
     assert {os.path.basename(e["path"]) for e in data["errors"]} == set(UNTOUCHABLE)
+    verdicts = {os.path.basename(f["path"]): (f["legacy_free"], f["legacy_left"])
+                for f in data["files"]}
+    assert verdicts["legacy.py"] == verdicts["modern.py"] == (True, 0)
+    assert verdicts["todo.py"] == (False, 1)
     for finding in data["findings"]:
         assert {"path", "line", "column", "rule", "api", "replacement", "autofix",
                 "confidence", "action", "detail"} <= set(finding)

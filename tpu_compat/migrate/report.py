@@ -170,6 +170,13 @@ def attention_count(files):
                if outcome.action != "rewritten") + sum(1 for u in files if u.error)
 
 
+def _legacy_free_line(upgrade):
+    if upgrade.legacy_free:
+        return "Expected to run with no legacy API: yes"
+    return (f"Expected to run with no legacy API: no ({upgrade.legacy_left} legacy "
+            f"use{'s' if upgrade.legacy_left != 1 else ''} left)")
+
+
 def upgrade_text(files, outputs):
     """The report in tf_upgrade_v2's layout. ``outputs`` maps path -> output path."""
     dashes = "-" * 80
@@ -181,6 +188,8 @@ def upgrade_text(files, outputs):
         f"Converted {converted} files",
         f"Changed {changed} files",
         f"Detected {attention_count(files)} issues that require attention",
+        f"Expected to run with no legacy API: {sum(1 for u in files if u.legacy_free)} of "
+        f"{converted} files",
         dashes,
     ]
     for upgrade in files:
@@ -200,6 +209,8 @@ def upgrade_text(files, outputs):
                   f" outputting to '{outputs.get(upgrade.path, upgrade.path)}'", dashes, ""]
         if upgrade.error is not None:
             lines.append(f"0:0: ERROR: {upgrade.error.message}")
+        else:
+            lines.append(_legacy_free_line(upgrade))
         for outcome in upgrade.outcomes:
             finding = outcome.finding
             lines.append(f"{finding.line}:{finding.column}: {_SEVERITY[outcome.action]}: "
@@ -217,6 +228,8 @@ def upgrade_json(files, outputs):
             "path": upgrade.path,
             "output": outputs.get(upgrade.path, upgrade.path),
             "changed": upgrade.changed,
+            "legacy_free": upgrade.legacy_free,
+            "legacy_left": upgrade.legacy_left,
         } for upgrade in files],
         "findings": [outcome.to_dict() for upgrade in files for outcome in upgrade.outcomes],
         "errors": [upgrade.error.to_dict() for upgrade in files if upgrade.error is not None],
