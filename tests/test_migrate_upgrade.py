@@ -87,6 +87,11 @@ REWRITES = [
      "import tensorflow.compat.v1 as tf\nr = tf.distribute.cluster_resolver.TPUClusterResolver('')\n"),
     ("import tensorflow.compat.v1 as tf\nnest = tf.contrib.framework.nest\n",
      "import tensorflow.compat.v1 as tf\nnest = tf.compat.v2.nest\n"),
+    # tensorflow.python.keras is tf_keras (issue 35), its public modules only.
+    ("from tensorflow.python.keras import layers\nimport tensorflow.python.keras.backend as K\n",
+     "from tf_keras import layers\nimport tf_keras.backend as K\n"),
+    ("from tensorflow.python.keras.models import Model, Sequential  # keep\n",
+     "from tf_keras.models import Model, Sequential  # keep\n"),
     # Doc-snippet style: `tf` used without an import keeps being used.
     ("s = tf.distribute.experimental.TPUStrategy(r)\n", "s = tf.distribute.TPUStrategy(r)\n"),
     ("import tensorflow as tf\nds = strategy.experimental_make_numpy_dataset(x)\n",
@@ -148,6 +153,10 @@ TODOS = [
      f"eval_iterator = make(strategy, ds)\n{todo('TPC018')}\n"
      f"sess.run(eval_iterator.initialize())\n{todo('TPC018')}\n"
      "init = self._train_iter.initialize\n"),
+    # Private modules of tf_keras, and a plain import whose uses spell the old path.
+    ("from tensorflow.python.keras.engine import training\nimport tensorflow.python.keras\n",
+     f"{todo('TPC020')}\nfrom tensorflow.python.keras.engine import training\n"
+     f"{todo('TPC020')}\nimport tensorflow.python.keras\n"),
     # A strategy class is never renamed outside a call (siblings, not subclasses).
     ("import tensorflow.compat.v1 as tf\nok = isinstance(s, tf.contrib.distribute.TPUStrategy)\n",
      f"import tensorflow.compat.v1 as tf\n{todo('TPC062')}\n"
