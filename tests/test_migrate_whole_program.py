@@ -19,7 +19,7 @@ import sys
 import pytest
 from conftest import check_ok, parse_numbers, run_cli
 
-from tpu_compat.migrate import upgrade
+from tpu_compat.migrate import report, upgrade
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrate_programs")
 
@@ -29,7 +29,7 @@ def _upgraded_copy(name, tmp_path):
     shutil.copy(os.path.join(PROGRAMS, name), legacy)
     result = upgrade.upgrade_file(str(legacy))
     assert result.error is None, result.error
-    assert result.changed and result.legacy_free, result.outcomes
+    assert result.changed and report.legacy_free(result), result.outcomes
     migrated = tmp_path / name.replace("_legacy", "_migrated")
     migrated.write_bytes(result.output)
     return legacy, migrated

@@ -27,6 +27,8 @@ __all__ = [
     "scan_sarif",
     "scan_text",
     "update_rules_block",
+    "legacy_free",
+    "legacy_left",
     "upgrade_json",
     "upgrade_text",
 ]
@@ -164,6 +166,17 @@ def _outcome_text(outcome):
             f"modern form: {finding.replacement}{detail}")
 
 
+def legacy_left(upgrade):
+    """How many legacy uses a file's result still holds (TODOs and findings left)."""
+    return sum(1 for outcome in upgrade.outcomes if outcome.action != "rewritten")
+
+
+def legacy_free(upgrade):
+    """Whether a file's result is expected to run with no legacy API: it was
+    upgraded and every finding rewritten. None when it could not be upgraded."""
+    return None if upgrade.error is not None else legacy_left(upgrade) == 0
+
+
 def attention_count(files):
     """Issues that need a person: TODOs, unrewritten findings and file errors."""
     return sum(1 for upgrade in files for outcome in upgrade.outcomes
@@ -171,10 +184,10 @@ def attention_count(files):
 
 
 def _legacy_free_line(upgrade):
-    if upgrade.legacy_free:
+    left = legacy_left(upgrade)
+    if not left:
         return "Expected to run with no legacy API: yes"
-    return (f"Expected to run with no legacy API: no ({upgrade.legacy_left} legacy "
-            f"use{'s' if upgrade.legacy_left != 1 else ''} left)")
+    return f"Expected to run with no legacy API: no ({left} legacy use{'s' * (left != 1)} left)"
 
 
 def upgrade_text(files, outputs):
@@ -188,7 +201,7 @@ def upgrade_text(files, outputs):
         f"Converted {converted} files",
         f"Changed {changed} files",
         f"Detected {attention_count(files)} issues that require attention",
-        f"Expected to run with no legacy API: {sum(1 for u in files if u.legacy_free)} of "
+        f"Expected to run with no legacy API: {sum(1 for u in files if legacy_free(u))} of "
         f"{converted} files",
         dashes,
     ]
@@ -228,8 +241,8 @@ def upgrade_json(files, outputs):
             "path": upgrade.path,
             "output": outputs.get(upgrade.path, upgrade.path),
             "changed": upgrade.changed,
-            "legacy_free": upgrade.legacy_free,
-            "legacy_left": upgrade.legacy_left,
+            "legacy_free": legacy_free(upgrade),
+            "legacy_left": legacy_left(upgrade),
         } for upgrade in files],
         "findings": [outcome.to_dict() for upgrade in files for outcome in upgrade.outcomes],
         "errors": [upgrade.error.to_dict() for upgrade in files if upgrade.error is not None],

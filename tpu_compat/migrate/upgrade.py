@@ -83,20 +83,6 @@ class FileUpgrade:
         return self.updated is not None and self.updated != self.original
 
     @property
-    def legacy_free(self):
-        """Whether the result is expected to run with no legacy API: it was
-        upgraded and every finding was rewritten (no TODO, nothing left for
-        review). None when the file could not be upgraded."""
-        if self.error is not None:
-            return None
-        return all(outcome.action == REWRITTEN for outcome in self.outcomes)
-
-    @property
-    def legacy_left(self):
-        """How many legacy uses the result still holds (TODOs and findings left)."""
-        return sum(1 for outcome in self.outcomes if outcome.action != REWRITTEN)
-
-    @property
     def output(self):
         """The bytes to write: the new ones, or the original ones unchanged."""
         return self.updated if self.changed else self.original
