@@ -184,6 +184,7 @@ REWRITTEN_CASES = [(r, i, s) for r, i, s in CASES
                                                  or i.startswith("from "))]
 
 
+@pytest.mark.requires_tf
 @pytest.mark.parametrize("record,case_id,source", REWRITTEN_CASES,
                          ids=[f"{r.rule}-{i}" for r, i, _ in REWRITTEN_CASES])
 def test_rewrites_name_what_tf_is_bound_to(record, case_id, source, missing_names):

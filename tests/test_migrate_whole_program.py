@@ -21,6 +21,8 @@ from conftest import check_ok, parse_numbers, run_cli
 
 from tpu_compat.migrate import report, upgrade
 
+pytestmark = pytest.mark.requires_tf
+
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrate_programs")
 
 
