@@ -16,6 +16,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.requires_tf
+
 PROGRAM = """
 import sys
 import numpy as np

@@ -122,6 +122,11 @@ _RESOLVE = """
 import importlib, json, sys
 missing = []
 for binding, chain in json.load(sys.stdin):
+    if binding == "from":   # `from MODULE import NAME`: chain is "MODULE NAME"
+        module, name = chain.split()
+        if not hasattr(importlib.import_module(module), name):
+            missing.append([binding, chain])
+        continue
     value = importlib.import_module(binding)
     for attribute in chain.split(".")[1:]:
         if not hasattr(value, attribute):
@@ -140,6 +145,7 @@ def missing_names():
         after, _ = _upgrade(source)
         binding = case_id.split(":")[0]
         wanted |= {(binding, chain) for chain in _tf_chains(after) - _tf_chains(source)}
+        wanted |= {("from", chain) for chain in _from_imports(after) - _from_imports(source)}
     env = dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
     done = subprocess.run([sys.executable, "-c", _RESOLVE], input=json.dumps(sorted(wanted)),
                           capture_output=True, text=True, env=env, timeout=300, check=True)
@@ -166,14 +172,26 @@ def _tf_chains(text):
     return chains
 
 
+def _from_imports(text):
+    """``"MODULE NAME"`` for each name a ``from MODULE import NAME`` imports."""
+    return {f"{node.module} {alias.name}" for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level
+            for alias in node.names}
+
+
 REWRITTEN_CASES = [(r, i, s) for r, i, s in CASES
-                   if r.rewrite is not None and i.split(":")[0] in BINDINGS]
+                   if r.rewrite is not None and (i.split(":")[0] in BINDINGS
+                                                 or i.startswith("from "))]
 
 
+@pytest.mark.requires_tf
 @pytest.mark.parametrize("record,case_id,source", REWRITTEN_CASES,
                          ids=[f"{r.rule}-{i}" for r, i, _ in REWRITTEN_CASES])
 def test_rewrites_name_what_tf_is_bound_to(record, case_id, source, missing_names):
     after, _ = _upgrade(source)
+    for chain in _from_imports(after) - _from_imports(source):
+        assert ("from", chain) not in missing_names, (
+            f"{record.rule}: `from {chain.replace(' ', ' import ')}` fails in TF 2.21:\n{after}")
     binding = case_id.split(":")[0]
     for chain in _tf_chains(after) - _tf_chains(source):
         assert (binding, chain) not in missing_names, (

@@ -87,6 +87,11 @@ REWRITES = [
      "import tensorflow.compat.v1 as tf\nr = tf.distribute.cluster_resolver.TPUClusterResolver('')\n"),
     ("import tensorflow.compat.v1 as tf\nnest = tf.contrib.framework.nest\n",
      "import tensorflow.compat.v1 as tf\nnest = tf.compat.v2.nest\n"),
+    # tensorflow.python.keras is tf_keras (issue 35), its public modules only.
+    ("from tensorflow.python.keras import layers\nimport tensorflow.python.keras.backend as K\n",
+     "from tf_keras import layers\nimport tf_keras.backend as K\n"),
+    ("from tensorflow.python.keras.models import Model, Sequential  # keep\n",
+     "from tf_keras.models import Model, Sequential  # keep\n"),
     # Doc-snippet style: `tf` used without an import keeps being used.
     ("s = tf.distribute.experimental.TPUStrategy(r)\n", "s = tf.distribute.TPUStrategy(r)\n"),
     ("import tensorflow as tf\nds = strategy.experimental_make_numpy_dataset(x)\n",
@@ -139,6 +144,19 @@ TODOS = [
     ("import tensorflow.compat.v1 as tf\ns = tf.compat.v2.distribute.experimental.TPUStrategy(r)\n",
      f"import tensorflow.compat.v1 as tf\n{todo('TPC005')}\n"
      "s = tf.compat.v2.distribute.experimental.TPUStrategy(r)\n"),
+    # An iterator made by a helper, in a module that makes them (issue 35): the
+    # TF 1.15 initialize() is marked where it is called or read.
+    ("def make(strategy, ds):\n    return strategy.make_dataset_iterator(ds)\n"
+     "eval_iterator = make(strategy, ds)\nsess.run(eval_iterator.initialize())\n"
+     "init = self._train_iter.initialize\n",
+     f"def make(strategy, ds):\n    {todo('TPC009')}\n    return strategy.make_dataset_iterator(ds)\n"
+     f"eval_iterator = make(strategy, ds)\n{todo('TPC018')}\n"
+     f"sess.run(eval_iterator.initialize())\n{todo('TPC018')}\n"
+     "init = self._train_iter.initialize\n"),
+    # Private modules of tf_keras, and a plain import whose uses spell the old path.
+    ("from tensorflow.python.keras.engine import training\nimport tensorflow.python.keras\n",
+     f"{todo('TPC020')}\nfrom tensorflow.python.keras.engine import training\n"
+     f"{todo('TPC020')}\nimport tensorflow.python.keras\n"),
     # A strategy class is never renamed outside a call (siblings, not subclasses).
     ("import tensorflow.compat.v1 as tf\nok = isinstance(s, tf.contrib.distribute.TPUStrategy)\n",
      f"import tensorflow.compat.v1 as tf\n{todo('TPC062')}\n"
@@ -226,6 +244,8 @@ UNCHANGED = [
     "import tensorflow as tf\ns = tf.distribute.TPUStrategy(r, experimental_device_assignment=d)\n",
     "def experimental_run_v2(self, fn):\n    return fn()\n",
     "tf.__internal__.decorator.unwrap(f)\n",
+    # initialize() of an iterator-named object, in a module making no TF iterator.
+    "iterator = make()\niterator.initialize()\n",
     "import tensorflow.compat.v1 as tf\nds = ds.prefetch(tf.data.AUTOTUNE)\n",
     "",
     "\n\n",
@@ -603,6 +623,13 @@ def test_text_report_in_the_tf_upgrade_v2_layout(tree, tmp_path):
     assert f"Processing file '{tree}/pkg/legacy.py'" in lines
     assert f" outputting to '{tmp_path}/o/pkg/legacy.py'" in lines
     assert any("INFO: TPC001: Rewrote" in line for line in lines)
+    # Per file, whether the result is expected to run with no legacy API (issue 35).
+    assert "Expected to run with no legacy API: 2 of 3 files" in lines
+    log = lines[lines.index("Detailed log follows:"):]
+    for name, verdict in [("legacy.py", "yes"), ("sub/modern.py", "yes"),
+                          ("sub/todo.py", "no (1 legacy use left)")]:
+        at = log.index(f"Processing file '{tree}/pkg/{name}'")
+        assert log[at + 3:at + 6].count(f"Expected to run with no legacy API: {verdict}") == 1
 
 
 @pytest.mark.parametrize("flags", [["--report", "r.json"],
@@ -615,6 +642,10 @@ def test_json_report(tree, tmp_path, monkeypatch, flags):
     actions = collections.Counter(f["action"] for f in data["findings"])
     assert actions == {"rewritten": 1, "todo": 1}
     assert {os.path.basename(e["path"]) for e in data["errors"]} == set(UNTOUCHABLE)
+    verdicts = {os.path.basename(f["path"]): (f["legacy_free"], f["legacy_left"])
+                for f in data["files"]}
+    assert verdicts["legacy.py"] == verdicts["modern.py"] == (True, 0)
+    assert verdicts["todo.py"] == (False, 1)
     for finding in data["findings"]:
         assert {"path", "line", "column", "rule", "api", "replacement", "autofix",
                 "confidence", "action", "detail"} <= set(finding)

@@ -13,6 +13,7 @@ sees all three rows at their lines, and fails at the first under
 # TensorFlow is imported where a test needs it: the module loads in the TF-free lane.
 # pylint: disable=import-outside-toplevel
 import os
+import sys
 import warnings
 
 import numpy as np
@@ -67,6 +68,68 @@ def _assert_one_warning_at(found, op_type, tag, rule):
     message = next(str(w.message) for w in found if f"op {op_type} (" in str(w.message))
     assert message.startswith(f"{THIS_FILE}:{_line(tag)}: on a TPU, op {op_type} "), message
     assert f"[{rule}]" in message and "Fix: " in message, message
+
+
+# -- findings in library code belong to the program's line (issue 35) -----------------------
+
+# tensorboard's summary_v2.histogram computes its buckets in float64; tensorboard
+# is not installed here, so a library module of the same shape stands in for it.
+_SUMMARY_V2 = """
+import tensorflow as tf
+
+
+def histogram(name, data, step=None):
+    wide = tf.cast(data, tf.float64)
+    return tf.cast(tf.reduce_max(wide) - tf.reduce_min(wide), tf.float32)
+"""
+
+
+@pytest.fixture
+def summary_library(tmp_path, monkeypatch):
+    """``tensorboard/summary_v2.py``: a stand-in tensorboard package (sys.modules
+    names its directory, as an installed one's would)."""
+    import importlib.util
+    import types
+    library = tmp_path / "tensorboard"
+    library.mkdir()
+    (library / "__init__.py").write_text("")
+    (library / "summary_v2.py").write_text(_SUMMARY_V2)
+    package = types.ModuleType("tensorboard")
+    package.__file__ = str(library / "__init__.py")
+    monkeypatch.setitem(sys.modules, "tensorboard", package)
+    spec = importlib.util.spec_from_file_location("tensorboard.summary_v2",
+                                                  library / "summary_v2.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_library_ops_are_attributed_to_the_users_line(strategy, lint, summary_library):
+    class HistogramLayer:
+        """A Keras-style layer writing a histogram summary in the replica step."""
+
+        def __call__(self, x):
+            summary_library.histogram("activations", x, step=0)  # LINE histogram
+            return x * 2.0
+
+    def step_histogram(x):
+        import tensorflow as tf
+        return tf.reduce_sum(HistogramLayer()(x))
+
+    found = _step_warnings(strategy, step_histogram, np.ones([4], np.float32))
+    _assert_one_warning_at(found, "Cast", "histogram", "float64")
+
+
+def test_a_finding_with_no_program_frame_is_left_out():
+    from tpu_compat import _callsite
+    import tensorflow as tf
+    library_file = os.path.join(_callsite.package_dir("tensorflow"), "python", "ops",
+                                "math_ops.py")
+    assert not _callsite.is_program_file(library_file)
+    assert not _callsite.is_program_file("<string>")
+    assert not _callsite.is_program_file(os.path.join(_callsite.PACKAGE_DIR, "x.py"))
+    assert _callsite.is_program_file(THIS_FILE)
+    del tf
 
 
 # -- seeded stateful random ops ----------------------------------------------------------

@@ -6,7 +6,8 @@ reports to the user has to tell them apart the same way:
 * **the program** (``__main__`` and any file outside the interpreter's library
   directories and outside tpu_compat),
 * **tpu_compat** itself (its package directory),
-* **libraries**: TensorFlow, tf_keras and Keras, and TensorFlow's tracing
+* **libraries**: TensorFlow, tf_keras, Keras, tensorboard (tf.summary's ops) and
+  tensorflow_estimator, and TensorFlow's tracing
   machinery (autograph, ``tf.function``), which is looked *through*,
 * **the import system** (``<frozen importlib._bootstrap>``).
 
@@ -31,8 +32,8 @@ import sys
 import threading
 
 __all__ = ["PACKAGE_DIR", "PLUMBING_FLAG", "autograph_source", "current_frames",
-           "is_program_code", "library_roots", "package_dir", "shown_in_program_traceback",
-           "user_frame", "user_location"]
+           "is_program_code", "is_program_file", "library_roots", "package_dir",
+           "shown_in_program_traceback", "user_frame", "user_location"]
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _IMPORT_SYSTEM = "<frozen importlib."  # importlib._bootstrap's frames' filename
@@ -52,8 +53,11 @@ def package_dir(name):
 
 def _library_dirs():
     tf_dir = package_dir("tensorflow")
-    library_dirs = tuple(d for d in (tf_dir, package_dir("tf_keras"),
-                                     package_dir("keras")) if d)
+    # tensorboard holds tf.summary's ops (histogram, image, ...): a finding
+    # in its code belongs to the program line that called tf.summary.
+    library_dirs = tuple(d for d in (tf_dir, package_dir("tf_keras"), package_dir("keras"),
+                                     package_dir("tensorboard"),
+                                     package_dir("tensorflow_estimator")) if d)
     tracing_dirs = tuple(os.path.join(tf_dir, "python", sub) + os.sep
                          for sub in ("autograph", "eager", "util")) if tf_dir else ()
     return library_dirs, tracing_dirs
@@ -190,6 +194,14 @@ def is_program_code(globals_):
     if not filename:
         return False
     return _is_program_file(filename)
+
+
+def is_program_file(filename):
+    """Whether ``filename`` is the program's (a real file outside installed code
+    and outside tpu_compat)."""
+    if not filename or filename.startswith("<"):
+        return False
+    return _is_program_file(filename) and not os.path.abspath(filename).startswith(PACKAGE_DIR)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -26,10 +26,11 @@ from tpu_compat.legacy.schema import (ERAS, HOOK_ARGUMENT, HOOK_ARGUMENT_OMITTED
                                       KIND_METHOD, KIND_SYMBOL, REWRITE_ADD_KEYWORD,
                                       REWRITE_KINDS, REWRITE_RENAME_KEYWORD,
                                       REWRITE_RENAME_METHOD, REWRITE_REPLACE_CALL,
-                                      REWRITE_REPLACE_SYMBOL, Hook, LegacyAPI, Rewrite,
-                                      add_keyword, calls, imports, not_observable, omits,
-                                      passes, present_in_installed, reads, rename_keyword,
-                                      rename_method, replace_call, replace_symbol)
+                                      REWRITE_REPLACE_MODULE, REWRITE_REPLACE_SYMBOL, Hook,
+                                      LegacyAPI, Rewrite, add_keyword, calls, imports,
+                                      not_observable, omits, passes, present_in_installed,
+                                      reads, rename_keyword, rename_method, replace_call,
+                                      replace_module, replace_symbol)
 
 # What `from tpu_compat.legacy_api import *` gave before the table was split
 # (the other names above are importable by name, as they were).

@@ -202,6 +202,11 @@ def check_ops(op_list, graph):
             continue
         for row, problem in _findings(op):
             filename, lineno = _callsite.user_location(op.traceback)
+            if not _callsite.is_program_file(filename):
+                # No frame of the program made this op (a library's own
+                # code, e.g. tensorboard's histogram bucketing with nothing
+                # of the user's on the stack): the program cannot fix it.
+                continue
             if not _first_time((row.rule, op.type, filename, lineno)):
                 continue
             message = (f"{filename}:{lineno}: on a TPU, op {op.type} ({op.name}) in a "

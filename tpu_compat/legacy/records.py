@@ -11,7 +11,7 @@ seen at run time says why with :func:`not_observable`.
 from tpu_compat.legacy.schema import (KIND_ARGUMENT, KIND_ATTRIBUTE, KIND_METHOD, KIND_SYMBOL,
                                       LegacyAPI, add_keyword, calls, imports, omits, passes,
                                       reads, rename_keyword, rename_method,
-                                      replace_call, replace_symbol)
+                                      replace_call, replace_module, replace_symbol)
 
 __all__ = ["RECORDS", "get", "by_name"]
 
@@ -265,6 +265,12 @@ RECORDS = (
                 hook=imports("tensorflow.python.keras"),
                 eras=("1.15", "2.0", "2.1", "2.2", "2.3"), removed_in="2.6",
                 replacement="tf_keras (import tf_keras / from tf_keras import layers)",
+                # tf_keras is the same Keras 2 with the same public modules;
+                # deeper paths (tensorflow.python.keras.engine...) are private there.
+                rewrite=replace_module(
+                    "tf_keras", "layers models backend optimizers regularizers initializers "
+                                "losses metrics callbacks activations constraints utils "
+                                "preprocessing applications datasets mixed_precision"),
                 note="TF 2.6 moved Keras out of TensorFlow; tensorflow.python.keras is a "
                      "leftover without most layers. Under tpu-compat run the program's "
                      "own imports of it reach tf_keras.",

@@ -23,9 +23,9 @@ __all__ = ["ERAS", "KIND_SYMBOL", "KIND_METHOD", "KIND_ARGUMENT", "KIND_ATTRIBUT
            "HOOK_IMPORT", "HOOK_NOT_OBSERVABLE", "HOOK_KINDS", "Hook", "calls", "passes",
            "omits", "reads", "imports", "not_observable",
            "REWRITE_RENAME_METHOD", "REWRITE_ADD_KEYWORD", "REWRITE_REPLACE_CALL",
-           "REWRITE_REPLACE_SYMBOL", "REWRITE_RENAME_KEYWORD", "REWRITE_KINDS", "Rewrite",
-           "rename_method", "add_keyword", "replace_call", "replace_symbol",
-           "rename_keyword", "LegacyAPI", "present_in_installed"]
+           "REWRITE_REPLACE_SYMBOL", "REWRITE_RENAME_KEYWORD", "REWRITE_REPLACE_MODULE",
+           "REWRITE_KINDS", "Rewrite", "rename_method", "add_keyword", "replace_call",
+           "replace_symbol", "rename_keyword", "replace_module", "LegacyAPI", "present_in_installed"]
 
 # TensorFlow releases whose TPU programs tpu_compat runs. TF 1.13 had the
 # TPU strategy only in tf.contrib (programs reached tf.distribute.Strategy's
@@ -156,8 +156,9 @@ REWRITE_ADD_KEYWORD = "add_keyword"        # f(a, b) -> f(a, b, <to>=<value>)
 REWRITE_REPLACE_CALL = "replace_call"      # strategy.old(x) -> <to>(x)
 REWRITE_REPLACE_SYMBOL = "replace_symbol"  # the legacy dotted name -> <to>
 REWRITE_RENAME_KEYWORD = "rename_keyword"  # f(old=x) -> f(<to>=x)
+REWRITE_REPLACE_MODULE = "replace_module"  # from <legacy package>.m import x -> from <to>.m import x
 REWRITE_KINDS = (REWRITE_RENAME_METHOD, REWRITE_ADD_KEYWORD, REWRITE_REPLACE_CALL,
-                 REWRITE_REPLACE_SYMBOL, REWRITE_RENAME_KEYWORD)
+                 REWRITE_REPLACE_SYMBOL, REWRITE_RENAME_KEYWORD, REWRITE_REPLACE_MODULE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,6 +199,12 @@ def replace_symbol(to):
 
 def rename_keyword(to):
     return Rewrite(REWRITE_RENAME_KEYWORD, to)
+
+
+def replace_module(to, submodules):
+    """Import statements of the record's import-hook package (or of one of
+    ``submodules``, a space-separated list of its public modules) name ``to``."""
+    return Rewrite(REWRITE_REPLACE_MODULE, to, value=submodules)
 
 
 @dataclasses.dataclass(frozen=True)

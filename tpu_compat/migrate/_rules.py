@@ -47,6 +47,9 @@ REDUCE_WITHOUT_AXIS = legacy_api.get("TPC002")
 # `initialize()` is legacy only on the iterators these methods return.
 ITERATOR_INITIALIZE = legacy_api.get("TPC018")
 ITERATOR_FACTORIES = frozenset(legacy_api.get(rule).name for rule in ("TPC009", "TPC010"))
+# Names that hold an input iterator by convention: iterator, train_iterator,
+# self._eval_iterator, input_iter (TPC018 on a receiver not traced to a factory).
+ITERATOR_NAME = re.compile(r"_*(?:\w+_)?iter(?:ator)?")
 # Method names so common elsewhere (functools.reduce, inspect.unwrap, any
 # object's initialize) that only a known strategy or iterator makes them ours.
 KNOWN_RECEIVER_ONLY = frozenset(legacy_api.get(rule).name

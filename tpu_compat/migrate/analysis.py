@@ -105,6 +105,13 @@ def _names_strategy(node):
     return False
 
 
+def _names_iterator(node):
+    """Whether an expression's own name says it holds an input iterator."""
+    name = node.value if isinstance(node, cst.Name) else (
+        node.attr.value if isinstance(node, cst.Attribute) else None)
+    return name is not None and bool(_rules.ITERATOR_NAME.fullmatch(name))
+
+
 def _annotation_is_strategy(annotation):
     if annotation is None:
         return False
@@ -203,6 +210,7 @@ class _Collector(cst.CSTVisitor):
         self._seq = 0
         self._legacy_names = set()                 # names bound by legacy `from` imports
         self.deleted: Dict[int, Set[str]] = {}     # id(scope) -> names a `del` there unbinds
+        self.makes_iterators = False               # calls make_dataset_iterator & co.
 
     def _scope(self, node):
         return self.scopes.get(node)
@@ -371,6 +379,8 @@ class _Collector(cst.CSTVisitor):
     def visit_Call(self, node):
         self.callees[id(node.func)] = node
         last = _last_name(node.func)
+        if last in _rules.ITERATOR_FACTORIES:
+            self.makes_iterators = True
         if last in _MODULE_CALL_NAMES:
             self.function_calls.append((node, self._scope(node)))
         if (last in _rules.SYMBOL_LAST_NAMES or last in self._legacy_names
@@ -728,7 +738,16 @@ class _Evaluator:
         if record is None:
             return
         if record is _rules.ITERATOR_INITIALIZE:
-            confidence = owner.confidence if isinstance(owner, _Iterator) and call else None
+            if isinstance(owner, _Iterator):
+                confidence = owner.confidence
+            elif (self.c.makes_iterators and not isinstance(owner, imports.Imported)
+                  and _names_iterator(node.value)):
+                # An iterator made elsewhere (a helper that returns
+                # make_dataset_iterator(...)) in a module that makes them: its
+                # name says what it is, and a TODO on a look-alike costs a comment.
+                confidence = HIGH
+            else:
+                confidence = None
         else:
             confidence = self.receiver_confidence(node.value, owner)
             if confidence == LOW and record.name in _rules.KNOWN_RECEIVER_ONLY:

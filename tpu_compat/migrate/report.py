@@ -27,6 +27,8 @@ __all__ = [
     "scan_sarif",
     "scan_text",
     "update_rules_block",
+    "legacy_free",
+    "legacy_left",
     "upgrade_json",
     "upgrade_text",
 ]
@@ -164,10 +166,28 @@ def _outcome_text(outcome):
             f"modern form: {finding.replacement}{detail}")
 
 
+def legacy_left(upgrade):
+    """How many legacy uses a file's result still holds (TODOs and findings left)."""
+    return sum(1 for outcome in upgrade.outcomes if outcome.action != "rewritten")
+
+
+def legacy_free(upgrade):
+    """Whether a file's result is expected to run with no legacy API: it was
+    upgraded and every finding rewritten. None when it could not be upgraded."""
+    return None if upgrade.error is not None else legacy_left(upgrade) == 0
+
+
 def attention_count(files):
     """Issues that need a person: TODOs, unrewritten findings and file errors."""
     return sum(1 for upgrade in files for outcome in upgrade.outcomes
                if outcome.action != "rewritten") + sum(1 for u in files if u.error)
+
+
+def _legacy_free_line(upgrade):
+    left = legacy_left(upgrade)
+    if not left:
+        return "Expected to run with no legacy API: yes"
+    return f"Expected to run with no legacy API: no ({left} legacy use{'s' * (left != 1)} left)"
 
 
 def upgrade_text(files, outputs):
@@ -181,6 +201,8 @@ def upgrade_text(files, outputs):
         f"Converted {converted} files",
         f"Changed {changed} files",
         f"Detected {attention_count(files)} issues that require attention",
+        f"Expected to run with no legacy API: {sum(1 for u in files if legacy_free(u))} of "
+        f"{converted} files",
         dashes,
     ]
     for upgrade in files:
@@ -200,6 +222,8 @@ def upgrade_text(files, outputs):
                   f" outputting to '{outputs.get(upgrade.path, upgrade.path)}'", dashes, ""]
         if upgrade.error is not None:
             lines.append(f"0:0: ERROR: {upgrade.error.message}")
+        else:
+            lines.append(_legacy_free_line(upgrade))
         for outcome in upgrade.outcomes:
             finding = outcome.finding
             lines.append(f"{finding.line}:{finding.column}: {_SEVERITY[outcome.action]}: "
@@ -217,6 +241,8 @@ def upgrade_json(files, outputs):
             "path": upgrade.path,
             "output": outputs.get(upgrade.path, upgrade.path),
             "changed": upgrade.changed,
+            "legacy_free": legacy_free(upgrade),
+            "legacy_left": legacy_left(upgrade),
         } for upgrade in files],
         "findings": [outcome.to_dict() for upgrade in files for outcome in upgrade.outcomes],
         "errors": [upgrade.error.to_dict() for upgrade in files if upgrade.error is not None],

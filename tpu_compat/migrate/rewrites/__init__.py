@@ -14,14 +14,15 @@ tests/test_migrate_upgrade.py checks that the two lists agree.
 """
 
 from tpu_compat.migrate.rewrites import (add_keyword, rename_keyword, rename_method,
-                                         replace_call, replace_symbol)
+                                         replace_call, replace_module, replace_symbol)
 from tpu_compat.migrate.rewrites._edit import Edit
 
 __all__ = ["Edit", "KINDS", "plan"]
 
 # The table's rewrite kind -> the module that plans and edits it.
 KINDS = {module.KIND: module for module in (rename_method, add_keyword, replace_call,
-                                             replace_symbol, rename_keyword)}
+                                             replace_symbol, rename_keyword,
+                                             replace_module)}
 
 
 def plan(planner, finding):
