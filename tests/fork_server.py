@@ -23,7 +23,10 @@ own reseeds at fork), and the variables TensorFlow's import sets. It exits
 through the interpreter's own shutdown (atexit handlers, non-daemon threads),
 and the server reports its exit status as ``subprocess`` would.
 
-What stays a fresh process (:func:`forkable` says no): anything but ``run``; a
+``doctor`` and ``matrix`` are forked too: they set nothing before TensorFlow's
+import, so their request's environment must be the server's as given.
+
+What stays a fresh process (:func:`forkable` says no): any other command; a
 request whose environment differs from the server's in a variable read when
 the interpreter starts or TensorFlow is imported (``PYTHON*``, ``TF_*`` but
 ``TF_CONFIG``, ``XLA_*``, thread-pool and locale variables, a Keras choice
@@ -79,13 +82,18 @@ def server_environment(env):
     return _process.tensorflow_environment(env)
 
 
+# Commands that import TensorFlow as the environment they are given says.
+_FORKED_AS_GIVEN = ("doctor", "matrix")
+
+
 def forkable(args, env, server_env):
     """Whether ``python -m tpu_compat ARGS`` with ``env`` may run forked."""
-    if not args or args[0] != "run":
+    if not args or args[0] not in ("run",) + _FORKED_AS_GIVEN:
         return False
-    # The runner exports its pre-import variables unless the user chose; the
-    # server imported TensorFlow with them.
-    env = server_environment(env)
+    if args[0] == "run":
+        # The runner exports its pre-import variables unless the user chose;
+        # the server imported TensorFlow with them.
+        env = server_environment(env)
     names = {name for name in set(env) | set(server_env) if _startup_variable(name)}
     return all(env.get(name) == server_env.get(name) for name in names)
 

@@ -113,12 +113,18 @@ def test_a_forked_run_past_its_timeout_is_killed_as_subprocess_run_kills(server,
     (("run", "x.py"), {"PYTHONPATH": "/elsewhere"}, False),
     (("run", "x.py"), {"OMP_NUM_THREADS": "1"}, False),
     (("scan", "x.py"), {}, False),
+    (("doctor",), {}, True),
+    (("matrix", "--format", "json"), {}, True),
+    # doctor sets nothing before TensorFlow's import: Keras 3 there is a fresh process.
+    (("doctor",), {"TF_USE_LEGACY_KERAS": None}, False),
     (("verify", "x.py"), {}, False),
 ])
 def test_runs_that_depend_on_how_a_process_starts_go_fresh(args, overrides, expected):
     env = conftest.subprocess_env()
     server_env = fork_server.server_environment(env)
-    assert fork_server.forkable(args, {**env, **overrides}, server_env) is expected
+    request = {**env, **overrides}
+    request = {name: value for name, value in request.items() if value is not None}
+    assert fork_server.forkable(args, request, server_env) is expected
 
 
 def test_the_server_imports_tensorflow_in_what_the_runner_exports_before_its_import():
