@@ -150,5 +150,5 @@ def test_bad_fidelity_value_names_the_variable():
 def test_run_checks_replica_steps_as_a_tpu_unless_the_user_chose(environ, flag, expected):
     from tpu_compat import runner  # pylint: disable=import-outside-toplevel
     environ = dict(environ, TF_USE_LEGACY_KERAS="1")
-    runner.prepare_environment(fidelity=flag, environ=environ)
+    runner.prepare_environment({"fidelity": flag}, environ=environ)
     assert environ["TPU_COMPAT_FIDELITY"] == expected

@@ -210,6 +210,28 @@ def test_the_registry_refuses_an_order_that_breaks_a_declared_constraint():
     assert [row.option for row in import_router.REDIRECTS] == ["tf1_imports", None, None, None]
 
 
+def test_the_registry_refuses_two_rows_on_one_target_without_an_order():
+    import dataclasses  # pylint: disable=import-outside-toplevel
+    rows = {row.name: row for row in registry.PATCHES}
+    assert "empty batches" in rows["numerics"].after  # both wrap gen_nn_ops.conv2d
+    unordered = [rows["empty batches"], dataclasses.replace(rows["numerics"], after={})]
+    with pytest.raises(ValueError, match="'empty batches' and 'numerics' both replace "
+                                         "gen_nn_ops:conv2d; declare their order"):
+        registry.check_order(unordered)
+
+
+@pytest.mark.requires_tf
+def test_the_rows_targets_are_what_their_payloads_replace():
+    # pylint: disable=import-outside-toplevel
+    from tpu_compat.fidelity import numerics
+    from tpu_compat.runtime import empty_batches
+    rows = {row.name: row for row in registry.PATCHES}
+    assert rows["empty batches"].targets == tuple(
+        f"gen_nn_ops:{name}" for name in empty_batches.CONVOLUTIONS)
+    assert sorted(rows["numerics"].targets) == sorted(
+        f"{row.module.rpartition('.')[2]}:{row.function}" for row in numerics.ROWS)
+
+
 @pytest.mark.requires_tf
 def test_tf1_row_is_installed_and_undone_by_install():
     # disable_v2_behavior is once per process: a fresh one.

@@ -11,7 +11,7 @@ from conftest import assert_one_error_line, run_cli
 
 def test_run_exports_the_flag_for_the_program():
     environ = {}
-    runner.prepare_environment(numerics="tpu", environ=environ)
+    runner.prepare_environment({"numerics": "tpu"}, environ=environ)
     assert environ[settings.NUMERICS_VAR] == "tpu"
     environ = {}
     runner.prepare_environment(environ=environ)

@@ -29,9 +29,13 @@ from tpu_compat.pod import session as pod_session
 from tpu_compat.pod import worker as pod_worker
 
 
+_ROW_OF = {"hosts": "num_hosts", "replicas": "num_replicas"}  # --hosts, --replicas
+
+
 def _prepare(environ=None, **flags):
     environ = {} if environ is None else environ
-    runner.prepare_environment(environ=environ, **flags)
+    runner.prepare_environment({_ROW_OF[flag]: value for flag, value in flags.items()},
+                               environ=environ)
     return environ
 
 

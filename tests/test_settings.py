@@ -240,3 +240,77 @@ def test_doctor_reports_every_row():
     assert set_facts["TPU_COMPAT_NUM_REPLICAS"] == "4 (set)"
     with pytest.raises(_config.ConfigError, match="TPU_COMPAT_SEED='x' is not valid"):
         doctor.settings_facts({"TPU_COMPAT_SEED": "x"})
+
+
+# -- every flag row reaches what its command resolves ------------------------------------------
+# (issue #32: a new `run` flag row showed in --help and was silently dropped.)
+
+# A valid value of each flag row that no entry point has as its default, so a
+# flag that never reaches resolve() cannot pass as the default. A new flag row
+# without a choices= list needs a sample here.
+_SAMPLES = {"num_replicas": ("4", 4), "num_hosts": ("2", 2), "seed": ("7", 7),
+            "max_file_bytes": ("123", 123)}
+# What each command takes of its entry point's flag rows, and what it resolves them
+# into: the run's exported environment, a RunOptions field, scan's limit.
+_POSITIONALS = {"run": ["x.py"], "regress": ["x.py", "--golden", "g", "--check"], "verify": ["a.py", "b.py"],
+                "numerics-diff": ["x.py"], "scan": ["x.py"], "upgrade": ["x.py"]}
+_LEFT_OUT = {("numerics-diff", "numerics"): "it runs the script under both exact and tpu"}
+_OPTIONS_FIELD = {"num_replicas": "replicas"}
+
+
+class _Stop(Exception):
+    pass
+
+
+def _sample(setting, entry):
+    if setting.choices:
+        value = [c for c in setting.choices if c != setting.default(entry)][-1]
+        return value, value
+    assert setting.name in _SAMPLES, f"add a sample value of {setting.flag} to _SAMPLES"
+    return _SAMPLES[setting.name]
+
+
+def _flag_cases():
+    commands = dict(settings.COMMANDS)
+    commands[settings.REGRESS] += ("numerics-diff",)
+    return [pytest.param(entry, command, setting, id=f"{command} {setting.flag}")
+            for entry, names in commands.items() for command in names
+            for setting in settings.flag_rows(entry)
+            if (command, setting.name) not in _LEFT_OUT]
+
+
+def _resolved(command, args, setting, monkeypatch):
+    """What ``command`` resolves from ``args`` for ``setting``, as the command does."""
+    # pylint: disable=import-outside-toplevel
+    from tpu_compat import tf_support
+    from tpu_compat.commands import numerics_diff, regress, run, scan
+    if command == "run":
+        for row in settings.ROWS:
+            monkeypatch.delenv(row.variable, raising=False)
+
+        def stop():
+            raise _Stop
+        monkeypatch.setattr(tf_support, "require_tensorflow", stop)
+        with pytest.raises(_Stop):  # run's handler, up to TensorFlow's import
+            run.handle(args)
+        return setting.parse(setting.variable, os.environ[setting.variable])
+    if command in ("scan", "upgrade"):
+        assert setting.name == "max_file_bytes", setting
+        return scan.max_file_bytes(args)
+    module = numerics_diff if command == "numerics-diff" else regress
+    options = module._run_options(args)  # pylint: disable=protected-access
+    return getattr(options, _OPTIONS_FIELD.get(setting.name, setting.name))
+
+
+@pytest.mark.parametrize("entry,command,setting", _flag_cases())
+def test_every_flag_row_reaches_what_its_command_resolves(entry, command, setting, monkeypatch):
+    text, value = _sample(setting, entry)
+    args = cli.build_parser().parse_args([command, f"{setting.flag}={text}",
+                                          *_POSITIONALS[command]])
+    assert _resolved(command, args, setting, monkeypatch) == value
+
+
+def test_the_flag_cases_cover_every_flag_row():
+    covered = {(case.values[0], case.values[2].name) for case in _flag_cases()}
+    assert covered == {(entry, setting.name) for entry in settings.ENTRY_POINTS
+                       for setting in settings.flag_rows(entry)}

@@ -45,25 +45,24 @@ class NotRunnable(Exception):
     """
 
 
-def prepare_environment(backend=None, replicas=None, warnings=None, environ=None,
-                        strict=None, fidelity=None, hosts=None, numerics=None):
+def prepare_environment(flags=None, environ=None):
     """Sets the environment the runner promises, before TensorFlow is imported.
 
-    Resolves ``tpu-compat run``'s settings once (the flags given here win over
-    the variables; each bad value is named as the flag or the variable it came
-    from), then exports them for the program's library code and the processes
-    it starts: what the flags gave, run's fidelity (``tpu``) and
-    ``TF_USE_LEGACY_KERAS=1`` unless the user chose (tpu_compat/settings.py).
-    Returns the names of the variables it set (for ``doctor`` and tests).
+    Resolves ``tpu-compat run``'s settings once (``flags``, ``{row name: raw
+    value or None}`` as :func:`settings.flags_given` reads them from the
+    command line, win over the variables; each bad value is named as the flag
+    or the variable it came from), then exports them for the program's library
+    code and the processes it starts: what the flags gave, run's fidelity
+    (``tpu``) and ``TF_USE_LEGACY_KERAS=1`` unless the user chose
+    (tpu_compat/settings.py). Returns the names of the variables it set (for
+    ``doctor`` and tests).
     """
     environ = os.environ if environ is None else environ
-    chosen = settings.resolve(settings.RUN, environ, flags={
-        "backend": backend, "num_replicas": replicas, "num_hosts": hosts,
-        "warnings": warnings, "strict": strict, "fidelity": fidelity,
-        "numerics": numerics})
+    flags = dict(flags or {})
+    chosen = settings.resolve(settings.RUN, environ, flags=flags)
     changed = settings.export(chosen, environ)
-    check_pod_settings(environ, hosts_flag=hosts is not None,
-                       replicas_flag=replicas is not None)
+    check_pod_settings(environ, hosts_flag=flags.get("num_hosts") is not None,
+                       replicas_flag=flags.get("num_replicas") is not None)
     return changed
 
 

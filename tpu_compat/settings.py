@@ -352,6 +352,13 @@ def flag_rows(entry, names=None):
             and (names is None or setting.name in names)]
 
 
+def flags_given(args, entry, names=None):
+    """``{row name: raw value or None}`` for each of ``entry``'s flag rows, read
+    from argparse's ``args`` (as :func:`add_flags` stored them), for
+    :func:`resolve`'s ``flags``: every row's flag reaches it, none listed by hand."""
+    return {setting.name: getattr(args, setting.name) for setting in flag_rows(entry, names)}
+
+
 def add_flags(parser, entry, names=None):
     """Adds the settings' flags to ``entry``'s argparse ``parser``.
 

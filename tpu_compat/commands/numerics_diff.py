@@ -113,15 +113,19 @@ def _print(text=""):
     print(text, flush=True)
 
 
+def _run_options(args):
+    chosen = settings.resolve(settings.REGRESS, names=_SETTINGS,
+                              flags=settings.flags_given(args, settings.REGRESS, _SETTINGS))
+    return measure.RunOptions(replicas=chosen.num_replicas, timeout=args.timeout,
+                              seed=args.seed, backend=chosen.backend,
+                              fidelity=chosen.fidelity)
+
+
 def run_numerics_diff(args):
     problem = _paths.not_a_regular_file(args.script)
     if problem:
         raise UsageError(f"tpu-compat numerics-diff: error: {problem}")
-    chosen = settings.resolve(settings.REGRESS, names=_SETTINGS,
-                              flags={name: getattr(args, name) for name in _SETTINGS})
-    options = measure.RunOptions(replicas=chosen.num_replicas, timeout=args.timeout,
-                                 seed=args.seed, backend=chosen.backend,
-                                 fidelity=chosen.fidelity)
+    options = _run_options(args)
     seeded = ("RNGs not seeded" if args.seed is None
               else f"RNGs seeded with {args.seed} before each run")
     _print(f"tpu-compat numerics-diff: {args.script} under --numerics exact and tpu with "

@@ -124,7 +124,7 @@ def non_negative_float(name):
 
 def _run_options(args):
     chosen = settings.resolve(settings.REGRESS, names=_SETTINGS,
-                              flags={name: getattr(args, name) for name in _SETTINGS})
+                              flags=settings.flags_given(args, settings.REGRESS, _SETTINGS))
     return measure.RunOptions(
         replicas=chosen.num_replicas, timeout=args.timeout,
         seed=args.seed, rtol=args.rtol, atol=args.atol,

@@ -12,7 +12,7 @@ def register(subparsers):
         "run", help="run a legacy TPU script unchanged on a real or emulated TPU",
         description="Run a legacy TensorFlow TPU script unchanged, as "
                     "`python SCRIPT ARGS` would, with tpu_compat installed.")
-    # --backend, --replicas, --hosts, --warnings, --strict, --fidelity, --numerics.
+    # One flag per row of the settings table that run takes (settings.flag_rows).
     settings.add_flags(parser, settings.RUN)
     parser.add_argument("--tf1", action="store_true",
                         help="`import tensorflow` yields tf.compat.v1 with v2 "
@@ -29,10 +29,7 @@ def register(subparsers):
 def handle(args):
     if args.module is None and args.target is None:
         raise UsageError("tpu-compat run: error: give a SCRIPT or -m MODULE")
-    runner.prepare_environment(backend=args.backend, replicas=args.num_replicas,
-                               warnings=args.warnings, strict=args.strict,
-                               fidelity=args.fidelity, hosts=args.num_hosts,
-                               numerics=args.numerics)
+    runner.prepare_environment(settings.flags_given(args, settings.RUN))
     tf_support.require_tensorflow()
     script_args = _script_arguments(args)
     try:

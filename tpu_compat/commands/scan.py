@@ -46,7 +46,7 @@ def add_common_arguments(parser, fail_help="exit with 1 when anything is found (
 def max_file_bytes(args):
     """The per-file limit: --max-file-bytes, else its variable, else the default."""
     return settings.resolve(settings.MIGRATE,
-                            flags={"max_file_bytes": args.max_file_bytes}).max_file_bytes
+                            flags=settings.flags_given(args, settings.MIGRATE)).max_file_bytes
 
 
 def write_stdout(text):

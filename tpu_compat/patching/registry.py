@@ -16,7 +16,7 @@ every call applies on top of the previous one (``each_call``).
 import contextlib
 import dataclasses
 import threading
-from typing import Callable, Mapping, Optional
+from typing import Callable, Mapping, Optional, Tuple
 
 from tpu_compat import deprecation, settings
 from tpu_compat.patching.changes import Changes
@@ -45,6 +45,10 @@ class Patch:
     after: Mapping[str, str] = dataclasses.field(default_factory=dict)  # row -> why
     option: Optional[str] = None  # the install() keyword that enables it; None: always
     each_call: bool = False  # applied by every install() call, stacking
+    # The TensorFlow attributes it replaces ("module:attribute", module as
+    # tensorflow.python.<module> names it). Two rows on one target wrap each
+    # other: the later must say so in ``after`` (check_order refuses otherwise).
+    targets: Tuple[str, ...] = ()
 
 
 # -- the rows' actions (each imports what it needs: this module stays light) -------
@@ -128,6 +132,21 @@ def _tf1(installation):
         installation.router.redirect(row)
 
 
+# The attributes the rows below replace. runtime/empty_batches.CONVOLUTIONS and
+# fidelity/numerics.ROWS hold the same names (tests/test_import_router.py checks
+# them against these): they import TensorFlow, this module does not.
+_EMPTY_BATCH_TARGETS = tuple(f"gen_nn_ops:{name}" for name in
+                             ("conv2d", "conv3d", "depthwise_conv2d_native"))
+_NUMERICS_TARGETS = tuple(
+    [f"gen_math_ops:{name}" for name in ("mat_mul", "sparse_mat_mul", "batch_mat_mul",
+                                         "batch_mat_mul_v2", "batch_mat_mul_v3")]
+    + ["gen_linalg_ops:einsum"]
+    + [f"gen_nn_ops:{name}" for name in (
+        "conv2d", "conv2d_backprop_input", "conv2d_backprop_filter", "conv3d",
+        "conv3d_backprop_input_v2", "conv3d_backprop_filter_v2", "depthwise_conv2d_native",
+        "depthwise_conv2d_native_backprop_input", "depthwise_conv2d_native_backprop_filter",
+        "conv")])
+
 PATCHES = (
     Patch("warning policy", _warning_policy,
           "warnings.filters for TPUCompatDeprecationWarning (deprecation.apply_policy)",
@@ -145,7 +164,8 @@ PATCHES = (
           "(runtime/devices)"),
     Patch("empty batches", _empty_batches,
           "with oneDNN on, the emulated replicas' convolutions give an empty batch "
-          "a TPU core's result (runtime/empty_batches)"),
+          "a TPU core's result (runtime/empty_batches)",
+          targets=_EMPTY_BATCH_TARGETS),
     Patch("device input", _device_input,
           "per-device input pipelines on the emulated TPU run without tf.data "
           "autotuning, so destroying their iterators does not stall (runtime/device_input)"),
@@ -154,7 +174,12 @@ PATCHES = (
           "protobuf 7, which removed the float_format it passes (runtime/protobuf_text)"),
     Patch("numerics", _numerics,
           "--numerics tpu: the gen_*_ops functions of float32 matmuls, einsums and "
-          "convolutions round their operands in replica steps (fidelity/numerics)"),
+          "convolutions round their operands in replica steps (fidelity/numerics)",
+          targets=_NUMERICS_TARGETS,
+          after={"empty batches": "both wrap gen_nn_ops' convolutions: the rounding sits "
+                                  "outside the empty-batch guard, so the guard pads the "
+                                  "rounded operands (the order the ops run in on a TPU "
+                                  "does not matter: padding rows are zeros)"}),
     Patch("pod sessions", _pod_sessions,
           "tf.compat.v1.Session on the emulated pod's master accepts the pod's own "
           "cluster_def, as a Cloud TPU pod's did (runtime/pod_sessions)"),
@@ -183,9 +208,17 @@ PATCHES = (
 
 
 def check_order(patches=PATCHES):
-    """Raises ValueError naming the row and the reason when the declared order is broken."""
+    """Raises ValueError naming the row and the reason when the declared order is broken,
+    or naming the target when two rows replace one attribute without a declared order."""
     seen = set()
+    owners = {}
     for row in patches:
+        for target in row.targets:
+            earlier = owners.setdefault(target, row.name)
+            if earlier != row.name and earlier not in row.after:
+                raise ValueError(f"patches {earlier!r} and {row.name!r} both replace "
+                                 f"{target}; declare their order ({row.name!r} after=)")
+            owners[target] = row.name
         for earlier, why in row.after.items():
             if earlier not in {r.name for r in patches}:
                 raise ValueError(f"patch {row.name!r} must come after {earlier!r}, "
