@@ -23,7 +23,7 @@ from conftest import REPO_ROOT, subprocess_env
 from tpu_compat.pod import config as pod_config
 
 PACKAGE = os.path.join(REPO_ROOT, "tpu_compat")
-POD_LAYERS = ("config", "errors", "logs", "worker", "launch", "faults", "session")
+POD_LAYERS = ("config", "errors", "loopback", "logs", "worker", "launch", "faults", "session")
 
 
 def _module_name(path):

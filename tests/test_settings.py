@@ -291,9 +291,18 @@ def _resolved(command, args, setting, monkeypatch):
         def stop():
             raise _Stop
         monkeypatch.setattr(tf_support, "require_tensorflow", stop)
-        with pytest.raises(_Stop):  # run's handler, up to TensorFlow's import
-            run.handle(args)
-        return setting.parse(setting.variable, os.environ[setting.variable])
+        # run's handler exports into os.environ, and delenv of a variable that
+        # was not set records nothing to undo: put the whole environment back,
+        # or later tests in this worker (and every program they start) inherit
+        # the exports (a TPU_COMPAT_NUM_HOSTS=2 made them emulated pods).
+        saved = dict(os.environ)
+        try:
+            with pytest.raises(_Stop):  # run's handler, up to TensorFlow's import
+                run.handle(args)
+            return setting.parse(setting.variable, os.environ[setting.variable])
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
     if command in ("scan", "upgrade"):
         assert setting.name == "max_file_bytes", setting
         return scan.max_file_bytes(args)
