@@ -98,7 +98,12 @@ def tf1_import_route(changes):
     """
     del changes
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    tf.compat.v1.disable_v2_behavior()
+    from tensorflow.python.util import deprecation  # pylint: disable=import-outside-toplevel
+    # TF 2.21 logs "disable_resource_variables ... is deprecated" from inside
+    # disable_v2_behavior(); the program under TF 1.15 never saw it, and the
+    # call is ours, not the program's.
+    with deprecation.silence():
+        tf.compat.v1.disable_v2_behavior()
     compat_v1 = tf.compat.v1
 
     def route(next_import, name, globals=None, locals=None, fromlist=(), level=0):  # pylint: disable=redefined-builtin
