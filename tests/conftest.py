@@ -166,47 +166,64 @@ def subprocess_env(**overrides):
     return env
 
 
-# -- fresh_process: runs that must not be forked from the fork server ------------
+# -- the fork server, and fresh_process: the children that must not be forked --
 #
-# run_cli's `tpu-compat run` children are forked from a process that imported
-# TensorFlow once (tests/fork_server.py says what they get, and which requests
-# go fresh). Tests marked fresh_process start every run afresh: the claims
-# about how a process starts.
+# Every child that imports TensorFlow is forked from a server that imported it
+# once (tests/fork_server.py says what a child gets, and which requests go
+# fresh): the server's socket is exported to os.environ, so the children of
+# children (a forked `tpu-compat run`'s pod workers, say) find it too, and
+# run_cli forks `tpu-compat run`, doctor and matrix through it. Tests marked
+# fresh_process start every process afresh: the claims about how a process
+# starts. TPU_COMPAT_TEST_FORK_SERVER=0 turns the server off.
 _fork_server = None
-_fresh_process_test = False
+
+
+def _start_fork_server():
+    global _fork_server  # pylint: disable=global-statement
+    if _fork_server is None and TF_INSTALLED and fork_server.enabled():
+        _fork_server = fork_server.ForkServer(fork_server.server_environment(subprocess_env()))
+        atexit.register(_fork_server.close)
+        os.environ[fork_server.SOCKET_VAR] = _fork_server.path
 
 
 @pytest.fixture(autouse=True)
-def _fresh_process_marker(request):
-    global _fresh_process_test  # pylint: disable=global-statement
-    _fresh_process_test = request.node.get_closest_marker("fresh_process") is not None
-    yield
-    _fresh_process_test = False
-
-
-def _forked_run(args, env, cwd, timeout):
-    global _fork_server  # pylint: disable=global-statement
-    if _fresh_process_test or not TF_INSTALLED or not fork_server.enabled():
-        return None
-    if _fork_server is None:
-        _fork_server = fork_server.ForkServer(fork_server.server_environment(subprocess_env()))
-        atexit.register(_fork_server.close)
-    return _fork_server.try_run(args, env, cwd, timeout)
+def _fork_server_or_fresh_process(request):
+    """Children of this test are forked by the server, unless it is fresh_process."""
+    _start_fork_server()
+    if request.node.get_closest_marker("fresh_process") is None:
+        yield
+        return
+    server = os.environ.pop(fork_server.SOCKET_VAR, None)
+    try:
+        yield
+    finally:
+        if server is not None:
+            os.environ[fork_server.SOCKET_VAR] = server
 
 
 def run_cli(*args, env=None, cwd=None, timeout=600):
     """Runs ``python -m tpu_compat ARGS``; returns the CompletedProcess.
 
-    ``run`` is forked from the fork server where it may be (``fork_server.forkable``).
+    ``run``, ``doctor`` and ``matrix`` are forked by the fork server where it
+    will (``fork_server.forkable``); their children, wherever they are.
     """
     env = subprocess_env(**(env or {}))
     cwd = cwd or REPO_ROOT
-    forked = _forked_run(args, env, cwd, timeout)
-    if forked is not None:
-        return forked
-    return subprocess.run(
-        [sys.executable, "-m", "tpu_compat", *args], capture_output=True,
-        text=True, env=env, cwd=cwd, timeout=timeout)
+    command = [sys.executable, "-m", "tpu_compat", *args]
+    import_env = fork_server.import_environment(args, env)
+    if import_env is None or fork_server.SOCKET_VAR not in env:
+        return subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd,
+                              timeout=timeout)
+    # subprocess.run's own steps, with the child forked.
+    with _process.popen(command, import_env=import_env, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True, env=env, cwd=cwd) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
 
 
 def run_scenario(name, replicas, *args, env=None, tf1=False):

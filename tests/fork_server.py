@@ -1,59 +1,83 @@
-"""``tpu-compat run`` in processes forked from one that has imported TensorFlow.
+"""The test suite's fork server: every child that imports TensorFlow, forked.
 
-Why: importing TensorFlow 2.21 costs about 6 s of CPU, and the suite runs
-`tpu-compat run` in a subprocess a few hundred times (other replica counts,
-graph mode and the command line need a process of their own, see conftest).
-On CI's 2 cores that import alone was a third of the 20-minute budget. A
-server per pytest process imports TensorFlow once, as `tpu-compat run` would:
-in ``tpu_compat._process.tensorflow_environment``, the variables the runner
-exports before its import (``TF_USE_LEGACY_KERAS=1``,
-``TF_ENABLE_ONEDNN_OPTS=0``: its Keras and its kernels), computed by the client
-from the settings table, and the suite's ``TF_CPP_MIN_LOG_LEVEL``; it forks a
-child per run. Importing
-TensorFlow initializes no devices and starts no thread of TensorFlow's (one
-of OpenBLAS's, whose library handles fork), so each child still chooses its
-own device layout, as a fresh process does.
+Why: importing TensorFlow 2.21 costs about 5-6 s of CPU, and the suite starts
+hundreds of processes that import it: `tpu-compat run` (other replica counts,
+graph mode and the command line need a process of their own, see conftest),
+and the processes those start, pod workers, regress/verify's script
+processes, benchmark programs, the pytest plugin's child pytest. On CI's 2
+cores those imports alone were a third of the budget. One server per pytest
+process imports TensorFlow once, as `tpu-compat run` would: in
+``tpu_compat._process.tensorflow_environment`` (what the runner exports before
+its import, ``TF_USE_LEGACY_KERAS=1``, ``TF_ENABLE_ONEDNN_OPTS=0``: its Keras
+and its kernels) and the suite's ``TF_CPP_MIN_LOG_LEVEL``, and forks a child
+per request. Importing TensorFlow initializes no devices and starts no thread
+of TensorFlow's (one of OpenBLAS's, whose library handles fork), so each child
+still chooses its own device layout, as a fresh process does.
 
-What the child is given so that it is `python -m tpu_compat ARGS` started
-afresh: the request's environment, working directory and ``sys.argv``, the
-``sys.path`` that ``-m`` would give, stdin from /dev/null, stdout and stderr
-into files the client reads (``subprocess.run(capture_output=True,
-text=True)``'s result), NumPy's global generator reseeded from entropy (Python's
-own reseeds at fork), and the variables TensorFlow's import sets. It exits
-through the interpreter's own shutdown (atexit handlers, non-daemon threads),
-and the server reports its exit status as ``subprocess`` would.
+How children reach it: conftest exports ``_TPU_COMPAT_FORK_SERVER``, the path
+of the server's Unix-domain socket (in a 0700 temporary directory; nothing
+listens on a network address), so every child started through
+``tpu_compat._process`` (``popen``, ``start_tensorflow_child``,
+``run_in_own_group``...), at any depth, asks this server first
+(tpu_compat/_fork_client.py has the protocol); conftest's ``run_cli`` forks
+`tpu-compat run`, ``doctor`` and ``matrix`` through it too. The server forks a
+process per connection, which reads the request and, unless it declines,
+forks the child and waits for it, reporting its exit status: requests are
+served concurrently, a pod's chief and its workers at once.
 
-``doctor`` and ``matrix`` are forked too: they set nothing before TensorFlow's
-import, so their request's environment must be the server's as given.
+What the child is given so that it is ``python -m MODULE ARGS`` (or ``python
+SCRIPT ARGS``, ``python -c CODE ARGS``) started afresh: the request's
+environment, working directory, ``sys.argv`` and ``sys.orig_argv``, the
+``sys.path`` python would give, the client's stdin, stdout and stderr (passed
+as file descriptors) with Python's stream objects made afresh on them, its own
+session when asked (else the client's process group where it can), every
+signal at its default but those the client ignores and Python's own
+(SIGINT's KeyboardInterrupt, SIGPIPE and SIGXFSZ ignored), NumPy's global
+generator reseeded from entropy (Python's own reseeds at fork), and the
+variables TensorFlow's import sets. It exits through the interpreter's own
+shutdown (atexit handlers, non-daemon threads). What it shares with its
+siblings: the hash seed of ``str`` (Python fixes it at startup).
 
-What stays a fresh process (:func:`forkable` says no): any other command; a
-request whose environment differs from the server's in a variable read when
-the interpreter starts or TensorFlow is imported (``PYTHON*``, ``TF_*`` but
-``TF_CONFIG``, ``XLA_*``, thread-pool and locale variables, a Keras choice
-other than tf-keras); a run while another is in flight from the same test
-process; and every test marked ``fresh_process`` -- the claims about how a
-process starts (the runner's environment before TensorFlow's import, the
-README's commands, startup cost). ``TPU_COMPAT_TEST_FORK_SERVER=0`` turns the
-server off for a whole run.
+What stays a fresh process (the server declines): a request whose environment
+differs from the server's in a variable read when the interpreter starts or
+TensorFlow is imported (``PYTHON*``, ``TF_*`` but ``TF_CONFIG``, ``XLA_*``,
+thread-pool and locale variables; ``PYTHONPATH`` compared as the ``sys.path``
+it makes); another interpreter or interpreter options; a script or working
+directory that is not there (the fresh process reports it as python does);
+and every test marked ``fresh_process`` (its children do not see the server):
+the claims about how a process starts. ``TPU_COMPAT_TEST_FORK_SERVER=0`` turns
+the server off for a whole run.
+
+Its children are not children of the processes that asked for them, so
+/proc shows another parent and the server's command line: :func:`children_of`
+and :func:`command_line` tell tests what a fresh process would show.
 """
 
+import contextlib
+import gc
 import io
 import json
 import os
 import select
+import shutil
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
-import threading
+import time
+import traceback
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWITCH_VAR = "TPU_COMPAT_TEST_FORK_SERVER"
-STARTUP_TIMEOUT_SECONDS = 300.0
+SOCKET_VAR = "_TPU_COMPAT_FORK_SERVER"  # tpu_compat._fork_client.FORK_SERVER_VAR
+SOCKET_NAME = "socket"
+CHILDREN_DIR = "children"
 # The server runs this file: importing tpu_compat in it before TensorFlow would
-# leave tpu_compat modules in every forked child, which a fresh
-# `python -m tpu_compat` process does not start with. So the client functions
-# below import it when called, and the server never does.
+# leave tpu_compat modules in every forked child, which a fresh python process
+# does not start with. So the client functions below import it when called,
+# and the server never does.
 
 # Read when the interpreter starts or TensorFlow (NumPy, OpenBLAS, oneDNN) is
 # imported: a request must agree with the server on these.
@@ -62,10 +86,37 @@ _STARTUP_PREFIXES = ("PYTHON", "TF_", "XLA_", "LD_", "OMP_", "KMP_", "MKL_", "OP
                      "ENABLE_RUNTIME_UPTIME_TELEMETRY")
 # Read later, by tpu_compat or the program.
 _READ_AFTER_STARTUP = ("TF_CONFIG",)
+# How long the handshake with a client may take (it sends at once).
+_REQUEST_SECONDS = 60.0
 
 
 def _startup_variable(name):
     return name.startswith(_STARTUP_PREFIXES) and name not in _READ_AFTER_STARTUP
+
+
+def _path_entries(value):
+    """PYTHONPATH as the sys.path entries it makes (site removes duplicates)."""
+    entries = []
+    for entry in (value or "").split(os.pathsep):
+        if entry and os.path.abspath(entry) not in entries:
+            entries.append(os.path.abspath(entry))
+    return entries
+
+
+def startup_difference(env, server_env, set_by_import=None):
+    """The first variable read at startup in which ``env`` and ``server_env``
+    differ, or None. A variable that TensorFlow's import sets (``set_by_import``)
+    may be in ``env`` already, at that value: the client imported TensorFlow."""
+    set_by_import = set_by_import or {}
+    for name in sorted({n for n in set(env) | set(server_env) if _startup_variable(n)}):
+        mine, theirs = env.get(name), server_env.get(name)
+        if name in set_by_import and mine in (None, set_by_import[name]):
+            continue
+        if name == "PYTHONPATH":
+            mine, theirs = _path_entries(mine), _path_entries(theirs)
+        if mine != theirs:
+            return name
+    return None
 
 
 def enabled(environ=None):
@@ -86,88 +137,39 @@ def server_environment(env):
 _FORKED_AS_GIVEN = ("doctor", "matrix")
 
 
-def forkable(args, env, server_env):
-    """Whether ``python -m tpu_compat ARGS`` with ``env`` may run forked."""
+def import_environment(args, env):
+    """The environment ``python -m tpu_compat ARGS`` imports TensorFlow in, for
+    the commands run_cli forks; None for the others."""
     if not args or args[0] not in ("run",) + _FORKED_AS_GIVEN:
-        return False
-    if args[0] == "run":
-        # The runner exports its pre-import variables unless the user chose;
-        # the server imported TensorFlow with them.
-        env = server_environment(env)
-    names = {name for name in set(env) | set(server_env) if _startup_variable(name)}
-    return all(env.get(name) == server_env.get(name) for name in names)
+        return None
+    # The runner exports its pre-import variables unless the user chose.
+    return server_environment(env) if args[0] == "run" else dict(env)
+
+
+def forkable(args, env, server_env):
+    """Whether the server forks ``python -m tpu_compat ARGS`` with ``env``."""
+    imported_in = import_environment(args, env)
+    return imported_in is not None and startup_difference(imported_in, server_env) is None
 
 
 class ForkServer:
-    """The client: one server process, one run at a time (others go fresh)."""
+    """One server process; its socket is :attr:`path`."""
 
     def __init__(self, env):
         self.env = dict(env)
-        self._busy = threading.Lock()
-        self._process = None
-        self._broken = False
-
-    def _start(self):
+        self.directory = tempfile.mkdtemp(prefix="tpu_compat_fork_")  # mode 0700
+        self.path = os.path.join(self.directory, SOCKET_NAME)
+        self._log = open(os.path.join(self.directory, "server.log"), "wb")
         self._process = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__)], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=self.env,
-            cwd=REPO_ROOT)
-        self._read(STARTUP_TIMEOUT_SECONDS, "ready")
-
-    def _read(self, timeout, expected):
-        stdout = self._process.stdout
-        ready, _, _ = select.select([stdout], [], [], timeout)
-        line = stdout.readline() if ready else b""
-        if not line:
-            raise RuntimeError(f"fork server gave no {expected!r} reply "
-                               f"(exit code {self._process.poll()})")
-        reply = json.loads(line)
-        if expected not in reply:
-            raise RuntimeError(f"fork server replied {reply!r}, expected {expected!r}")
-        return reply[expected]
-
-    def try_run(self, args, env, cwd, timeout):
-        """A CompletedProcess, or None when this run must be a fresh process."""
-        if self._broken or not forkable(args, env, self.env):
-            return None
-        if not self._busy.acquire(blocking=False):
-            return None
-        try:
-            if self._process is None:
-                self._start()
-            return self._run(args, env, cwd, timeout)
-        except (OSError, RuntimeError, ValueError):
-            self._broken = True  # every later run goes fresh, and this one too
-            return None
-        finally:
-            self._busy.release()
-
-    def _run(self, args, env, cwd, timeout):
-        with tempfile.TemporaryDirectory(prefix="tpu_compat_fork_") as scratch:
-            paths = {name: os.path.join(scratch, name) for name in ("stdout", "stderr")}
-            request = {"args": list(args), "env": dict(env), "cwd": os.path.abspath(cwd),
-                       **paths}
-            self._process.stdin.write(json.dumps(request).encode() + b"\n")
-            self._process.stdin.flush()
-            pid = self._read(60.0, "pid")
-            try:
-                returncode = self._read(timeout, "returncode")
-            except RuntimeError:
-                if self._process.poll() is not None:
-                    raise
-                # subprocess.run's timeout: kill the child, then raise.
-                os.kill(pid, signal.SIGKILL)
-                self._read(60.0, "returncode")
-                raise subprocess.TimeoutExpired(
-                    [sys.executable, "-m", "tpu_compat", *args], timeout,
-                    _text(paths["stdout"]), _text(paths["stderr"])) from None
-            return subprocess.CompletedProcess(
-                [sys.executable, "-m", "tpu_compat", *args], returncode,
-                _text(paths["stdout"]), _text(paths["stderr"]))
+            [sys.executable, os.path.abspath(__file__), self.path], stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=self._log, env=self.env, cwd=REPO_ROOT)
+        # It listens before it imports TensorFlow; requests wait for it then.
+        deadline = time.monotonic() + 30
+        while not os.path.exists(self.path) and self._process.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def close(self):
-        if self._process is None:
-            return
         if self._process.poll() is None:
             self._process.stdin.close()  # the server exits at end of input
             try:
@@ -175,79 +177,277 @@ class ForkServer:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
-        for pipe in (self._process.stdin, self._process.stdout):
-            pipe.close()
+        with contextlib.suppress(OSError):
+            self._process.stdin.close()
+        self._log.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def _text(path):
-    """A captured stream as ``subprocess.run(text=True)`` decodes it."""
+def _forked_children(server_path):
+    folder = os.path.join(os.path.dirname(server_path), CHILDREN_DIR)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
-        return ""
-    return io.TextIOWrapper(io.BytesIO(data)).read()
+        names = os.listdir(folder)
+    except OSError:
+        return {}
+    found = {}
+    for name in names:
+        with contextlib.suppress(OSError, ValueError):
+            with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                found[int(name.partition(".")[0])] = json.load(handle)
+    return found
+
+
+def children_of(pid, server_path=None):
+    """The processes started for ``pid``: its children, and those the server
+    forked at its request (and has not seen end)."""
+    server_path = server_path or os.environ.get(SOCKET_VAR)
+    pids = [p for p, record in _forked_children(server_path).items()
+            if record["parent"] == pid] if server_path else []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                with open(f"/proc/{name}/stat", encoding="utf-8") as handle:
+                    if int(handle.read().rpartition(")")[2].split()[1]) == pid:
+                        pids.append(int(name))
+    return sorted(set(pids))
+
+
+def command_line(pid, server_path=None):
+    """``pid``'s command line as a fresh process's /proc/PID/cmdline gives it."""
+    server_path = server_path or os.environ.get(SOCKET_VAR)
+    record = _forked_children(server_path).get(pid) if server_path else None
+    if record is not None:
+        return list(record["args"])
+    with open(f"/proc/{pid}/cmdline", "rb") as handle:
+        return handle.read().decode(errors="replace").split("\0")[:-1]
 
 
 # -- the server ------------------------------------------------------------------
 
-def _serve():
-    requests = os.fdopen(os.dup(0), "rb")
-    replies = os.fdopen(os.dup(1), "wb")
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1):
-        os.dup2(null, fd)
-    before = dict(os.environ)
+def _serve(path):
+    """Serves until its stdin ends; returns (request, fds) in a forked child."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    os.makedirs(os.path.join(os.path.dirname(path), CHILDREN_DIR), exist_ok=True)
+    server_env = dict(os.environ)
     import numpy  # pylint: disable=import-outside-toplevel
     import tensorflow  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
     set_by_import = {name: value for name, value in os.environ.items()
-                     if before.get(name) != value}
+                     if server_env.get(name) != value}
     # After this file's directory: PYTHONPATH's entries and the interpreter's,
-    # as site left them (without duplicates); a request has the same PYTHONPATH.
+    # as site left them; a request has the same PYTHONPATH (startup_difference).
     base_path = sys.path[1:]
-
-    def reply(**fields):
-        replies.write(json.dumps(fields).encode() + b"\n")
-        replies.flush()
-
-    reply(ready=True)
-    for line in requests:
-        request = json.loads(line)
+    # Out of the collector's sight: a child's collections and its exit then
+    # leave these pages shared, not copied (a forked child's exit cost 1.3 s
+    # of CPU, 0.3 s frozen; a fresh process's import and exit, 6-7 s).
+    gc.freeze()
+    control = os.fdopen(os.dup(0), "rb", buffering=0)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.close(null)
+    while True:
+        ready, _, _ = select.select([listener, control], [], [], 1.0)
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass  # handlers that ended
+        if control in ready and not control.read(4096):
+            break
+        if listener not in ready:
+            continue
+        connection, _ = listener.accept()
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            requests.close()
-            replies.close()
-            os.close(null)
-            _become(request, set_by_import, base_path, numpy)
-            return  # into the interpreter's own exit, as `python -m` ends
-        reply(pid=pid)
-        _, status = os.waitpid(pid, 0)
-        reply(returncode=os.waitstatus_to_exitcode(status))
-    sys.exit(0)
+        if os.fork() == 0:
+            listener.close()
+            control.close()
+            target = None
+            try:
+                target = _handle(connection, server_env, set_by_import, path)
+            except BaseException:  # pylint: disable=broad-except
+                traceback.print_exc()  # into the server's log
+                sys.stderr.flush()
+                os._exit(1)  # pylint: disable=protected-access
+            if target is None:
+                os._exit(0)  # pylint: disable=protected-access
+            return target + (set_by_import, base_path, numpy)
+        connection.close()
+    listener.close()
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    return None
 
 
-def _become(request, set_by_import, base_path, numpy):
-    """Turns this forked child into ``python -m tpu_compat ARGS`` and runs it."""
+def _receive(connection):
+    """The request and the three descriptors a client sent."""
+    connection.settimeout(_REQUEST_SECONDS)
+    header, fds, _, _ = socket.recv_fds(connection, 8, 3)
+    try:
+        while len(header) < 8:
+            chunk = connection.recv(8 - len(header))
+            if not chunk:
+                raise ConnectionError("the client went away")
+            header += chunk
+        size = struct.unpack("!Q", header)[0]
+        body = b""
+        while len(body) < size:
+            chunk = connection.recv(min(1 << 20, size - len(body)))
+            if not chunk:
+                raise ConnectionError("the client went away")
+            body += chunk
+        if len(fds) != 3:
+            raise ValueError(f"expected 3 descriptors, got {len(fds)}")
+        return json.loads(body), fds
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+
+
+def _declined(request, server_env, set_by_import):
+    """Why this server does not fork ``request``, or None."""
+    args = request["args"]
+    if len(args) < 2 or (args[1] in ("-m", "-c") and len(args) < 3):
+        return "not a python command this server runs"
+    if args[0] != sys.executable:
+        return f"another interpreter: {args[0]}"
+    if args[1].startswith("-") and args[1] not in ("-m", "-c"):
+        return f"interpreter option {args[1]}"
+    if not os.path.isdir(request["cwd"]):
+        return f"no working directory {request['cwd']}"
+    if not args[1].startswith("-") and not os.path.exists(
+            os.path.join(request["cwd"], args[1])):
+        return f"no script {args[1]}"
+    different = startup_difference(request["import_env"], server_env, set_by_import)
+    if different:
+        return f"{different} differs from the server's"
+    return None
+
+
+def _send(connection, **fields):
+    connection.sendall(json.dumps(fields).encode() + b"\n")
+
+
+def _handle(connection, server_env, set_by_import, path):
+    """In a process forked per connection: forks the child and waits for it.
+
+    Returns (request, fds) in the child, None in this process when done.
+    """
+    request, fds = _receive(connection)
+    why = _declined(request, server_env, set_by_import)
+    if why:
+        _send(connection, declined=why)
+        return None
+    _send(connection, ok=True)
+    if connection.recv(1) != b"g":
+        return None  # the client gave up meanwhile: it runs the child itself
+    client = struct.unpack("3i", connection.getsockopt(
+        socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[0]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        connection.close()
+        return request, fds
+    for fd in fds:
+        os.close(fd)
+    record = os.path.join(os.path.dirname(path), CHILDREN_DIR, f"{pid}.json")
+    try:
+        with open(record, "w", encoding="utf-8") as handle:
+            json.dump({"parent": client, "args": request["args"]}, handle)
+        _send(connection, pid=pid)
+        status = _wait(pid, connection)
+        if status is not None:
+            _send(connection, status=status)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(record)
+    return None
+
+
+def _wait(pid, connection):
+    """The child's wait status; None when the client went away first (this
+    process then ends, and a child that asked for PR_SET_PDEATHSIG gets it)."""
+    connection.settimeout(None)
+    child = os.pidfd_open(pid)
+    try:
+        while True:
+            ready, _, _ = select.select([child, connection], [], [])
+            if child in ready:
+                return os.waitpid(pid, 0)[1]
+            if not connection.recv(1):
+                return None
+    finally:
+        os.close(child)
+
+
+def _reopen_standard_streams():
+    """Python's stream objects on the new 0, 1, 2, as a fresh interpreter makes them."""
+    for name, fd, mode in (("stdin", 0, "rb"), ("stdout", 1, "wb"), ("stderr", 2, "wb")):
+        old = getattr(sys, name)
+        raw = io.open(fd, mode, buffering=0, closefd=False)
+        interactive = os.isatty(fd)
+        buffered = (io.BufferedReader if fd == 0 else io.BufferedWriter)(raw)
+        stream = io.TextIOWrapper(buffered, encoding=old.encoding, errors=old.errors,
+                                  line_buffering=fd == 2 or (fd == 1 and interactive))
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+
+
+def _reset_signals(ignored):
+    for signum in signal.valid_signals():
+        if signum in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            signal.signal(signum, signal.SIG_IGN if signum in ignored else signal.SIG_DFL)
+    # What Python sets at startup.
+    if signal.SIGINT not in ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    for name in ("SIGPIPE", "SIGXFSZ"):
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
+def _become(request, fds, set_by_import, base_path, numpy):
+    """Turns this forked child into the requested python command and runs it."""
     import runpy  # pylint: disable=import-outside-toplevel
-    stdin = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(stdin, 0)
-    os.close(stdin)
-    for fd, name in ((1, "stdout"), (2, "stderr")):
-        target = os.open(request[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.dup2(target, fd)
-        os.close(target)
+    import types  # pylint: disable=import-outside-toplevel
+    if request["new_session"]:
+        os.setsid()
+    else:
+        with contextlib.suppress(OSError):
+            os.setpgid(0, request["pgid"])
+    for target, fd in zip((0, 1, 2), fds):
+        os.dup2(fd, target)
+    for fd in set(fds) - {0, 1, 2}:
+        os.close(fd)
+    _reopen_standard_streams()
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
     os.environ.update(set_by_import)
-    sys.path[:] = [os.getcwd()] + base_path  # `python -m` puts the working directory first
+    _reset_signals(set(request["ignored_signals"]))
     numpy.random.seed()  # a fresh process's global generator is seeded from entropy
-    sys.argv = [sys.executable, *request["args"]]  # runpy sets argv[0] to the module's file
-    sys.orig_argv = [sys.executable, "-m", "tpu_compat", *request["args"]]
-    runpy.run_module("tpu_compat", run_name="__main__", alter_sys=True)
+    args = request["args"]
+    sys.orig_argv = list(args)
+    if args[1] == "-m":
+        sys.path[:] = [os.getcwd()] + base_path  # `python -m` puts the working directory first
+        sys.argv = ["-m", *args[3:]]  # runpy sets argv[0] to the module's file
+        runpy.run_module(args[2], run_name="__main__", alter_sys=True)
+    elif args[1] == "-c":
+        sys.path[:] = [""] + base_path
+        sys.argv = ["-c", *args[3:]]
+        main = types.ModuleType("__main__")
+        sys.modules["__main__"] = main
+        exec(compile(args[2], "<string>", "exec"), main.__dict__)  # pylint: disable=exec-used
+    else:
+        script = args[1]
+        sys.path[:] = [os.path.dirname(os.path.realpath(script))] + base_path
+        sys.argv = list(args[1:])
+        runpy.run_path(script, run_name="__main__")
 
 
 if __name__ == "__main__":
-    _serve()
+    _TARGET = _serve(sys.argv[1])
+    if _TARGET is not None:
+        _become(*_TARGET)  # then the interpreter's own exit, as python's

@@ -1,14 +1,20 @@
-"""The suite's fork server gives a `tpu-compat run` what a fresh process gives it.
+"""The suite's fork server gives every child what a fresh process gives it.
 
-tests/fork_server.py forks `tpu-compat run` from a process that has imported
-TensorFlow; this compares such a run with a fresh one, field by field, so that
-a difference shows here rather than as a puzzling failure elsewhere. That
+tests/fork_server.py forks the suite's children (`tpu-compat run`, and every
+child tpu_compat._process starts: pod workers, regress/verify's script
+processes, benchmark programs) from a process that has imported TensorFlow;
+this compares such children with fresh ones, field by field, so that a
+difference shows here rather than as a puzzling failure elsewhere. That
 includes what TensorFlow fixed at its import (oneDNN's kernels on or off, the
-Keras ``tf.keras`` is): a forked child, a fresh `tpu-compat run` and the suite's
-own process (the in-process ``tpu8`` tests) compute with the same kernels.
+Keras ``tf.keras`` is, the devices): a forked child, a fresh `tpu-compat run`
+and the suite's own process (the in-process ``tpu8`` tests) compute with the
+same kernels. And: what the server cannot serve runs fresh, correctly; the
+server listens on a Unix-domain socket only.
 """
 
 import json
+import os
+import stat
 import subprocess
 import sys
 
@@ -16,6 +22,8 @@ import pytest
 
 import conftest
 import fork_server
+from tpu_compat import _process
+from tpu_compat.regress import script_process
 
 pytestmark = pytest.mark.requires_tf
 
@@ -35,10 +43,10 @@ print("RESULT " + json.dumps({
     "onednn": _pywrap_util_port.IsMklEnabled(),
     "keras": [tf.keras.__name__,
               importlib.import_module(tf.keras.__name__.partition(".")[0]).__version__],
-    "draw": float(np.random.uniform()),
+    "draw": float(np.random.uniform()), "parent": os.getppid(),
 }))
 print("to stderr", file=sys.stderr)
-sys.exit(int(sys.argv[1]))
+sys.exit(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
 """
 
 
@@ -56,19 +64,54 @@ def server():
     started.close()
 
 
+def _env(server=None, **overrides):
+    """subprocess_env whose children ask ``server`` (None: no server)."""
+    env = conftest.subprocess_env(**overrides)
+    env.pop(fork_server.SOCKET_VAR, None)
+    if server is not None:
+        env[fork_server.SOCKET_VAR] = server.path
+    return env
+
+
+def _run_cli(server, args, cwd, timeout=300):
+    """conftest.run_cli's forked path, on this module's server."""
+    env = _env(server)
+    command = [sys.executable, "-m", "tpu_compat", *args]
+    with _process.popen(command, import_env=fork_server.import_environment(args, env),
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                        env=env, cwd=cwd) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+
+def _compared(runs):
+    """The probes' views, with the fields that differ by nature taken out:
+    each draw of NumPy's generator, the parent process (this one, or the server's)."""
+    seen = [_result(run) for run in runs]
+    draws = [view.pop("draw") for view in seen]
+    assert len(set(draws)) == len(draws), "NumPy's generator must be seeded afresh in each child"
+    forked = [view.pop("parent") != os.getpid() for view in seen]
+    for view in seen:
+        view["env"].pop(fork_server.SOCKET_VAR, None)
+    return seen, forked
+
+
 def test_a_forked_run_sees_what_a_fresh_process_sees(server, tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text(_PROBE)
     args = ("run", "--replicas", "2", str(probe), "3")
-    env = conftest.subprocess_env()
-    forked = [server.try_run(args, env, str(tmp_path), 300) for _ in range(2)]
-    assert None not in forked, "the runs were not forked"
+    forked = [_run_cli(server, args, str(tmp_path)) for _ in range(2)]
     fresh = _fresh(args, tmp_path)
     for run in forked + [fresh]:
         assert run.returncode == 3, run.stderr
         assert run.stderr.rstrip().endswith("to stderr")
-    seen = [_result(run) for run in forked + [fresh]]
-    draws = [view.pop("draw") for view in seen]
+    seen, was_forked = _compared(forked + [fresh])
+    assert was_forked == [True, True, False]
     assert seen[0] == seen[1] == seen[2]
     assert seen[0]["tf_keras"] and seen[0]["keras"][1].startswith("2.")
     assert seen[0]["devices"] == ["/device:CPU:0", "/device:CPU:1"]
@@ -78,13 +121,121 @@ def test_a_forked_run_sees_what_a_fresh_process_sees(server, tmp_path):
     from tensorflow.python.util import _pywrap_util_port  # pylint: disable=import-outside-toplevel
     assert _pywrap_util_port.IsMklEnabled() is seen[0]["onednn"]
     assert tf.keras.__name__ == seen[0]["keras"][0]
-    assert len(set(draws)) == 3, "NumPy's generator must be seeded afresh in each child"
 
 
 def _fresh(args, tmp_path):
     return subprocess.run([sys.executable, "-m", "tpu_compat", *args], capture_output=True,
-                          text=True, env=conftest.subprocess_env(), cwd=str(tmp_path),
-                          timeout=300)
+                          text=True, env=_env(), cwd=str(tmp_path), timeout=300)
+
+
+def test_tensorflow_children_forked_are_what_fresh_ones_are(server, tmp_path, monkeypatch):
+    """Each shape of child tpu_compat starts, forked and fresh: a pod worker
+    (``python -m MODULE``, started with start_tensorflow_child, own session,
+    stdin a pipe), a benchmark program (``python SCRIPT``), a regress/verify
+    script process (``python -m tpu_compat run --replicas N SCRIPT``)."""
+    (tmp_path / "probe_module.py").write_text(_PROBE)
+    probe = tmp_path / "probe.py"
+    probe.write_text(_PROBE)
+
+    def worker_shape(env):
+        process = _process.start_tensorflow_child(
+            [sys.executable, "-m", "probe_module", "4"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=str(tmp_path))
+        stdout, stderr = process.communicate(b"from the chief", timeout=300)
+        return subprocess.CompletedProcess(process.args, process.returncode,
+                                           stdout.decode(), stderr.decode())
+
+    def benchmark_shape(env):
+        finished = _process.run_tensorflow_child([sys.executable, str(probe), "5"], 300,
+                                                 env=env, cwd=str(tmp_path))
+        return subprocess.CompletedProcess([], finished.returncode, finished.stdout,
+                                           finished.stderr)
+
+    def regress_shape(env):
+        # script_process builds its children's environment from this process's.
+        monkeypatch.delenv(fork_server.SOCKET_VAR, raising=False)
+        if fork_server.SOCKET_VAR in env:
+            monkeypatch.setenv(fork_server.SOCKET_VAR, env[fork_server.SOCKET_VAR])
+        result = script_process.run(script_process.Launch(str(probe), 2, 300, args=("6",),
+                                                          cwd=str(tmp_path)))
+        return subprocess.CompletedProcess([], result.returncode, result.stdout, result.stderr)
+
+    for shape, code in ((worker_shape, 4), (benchmark_shape, 5), (regress_shape, 6)):
+        runs = [shape(_env(server)), shape(_env())]
+        for run in runs:
+            assert run.returncode == code, (shape.__name__, run.stderr[-3000:])
+        seen, forked = _compared(runs)
+        assert forked == [True, False], shape.__name__
+        assert seen[0] == seen[1], shape.__name__
+        assert seen[0]["onednn"] is False and seen[0]["tf_keras"], shape.__name__
+    assert seen[0]["stdin"] == ""  # regress: stdin is /dev/null
+    assert seen[0]["devices"] == ["/device:CPU:0", "/device:CPU:1"]  # --replicas 2
+
+
+def test_what_the_server_cannot_serve_runs_fresh_and_right(server, tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(_PROBE)
+    cases = {
+        # No server at that path: nothing listens.
+        "unreachable": ([sys.executable, str(probe), "7"],
+                        {fork_server.SOCKET_VAR: str(tmp_path / "no-socket")}),
+        # A variable read at TensorFlow's import differs from the server's.
+        "environment": ([sys.executable, str(probe), "7"], {"OMP_NUM_THREADS": "1"}),
+        # An interpreter option: not a command shape the client asks for.
+        "options": ([sys.executable, "-u", str(probe), "7"], {}),
+        # Not there: python itself says so, as it does fresh.
+        "missing script": ([sys.executable, str(tmp_path / "missing.py")], {}),
+    }
+    for name, (command, overrides) in cases.items():
+        env = {**_env(server), **overrides}
+        process = _process.popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, env=env, cwd=str(tmp_path))
+        stdout, stderr = process.communicate(timeout=300)
+        assert not getattr(process, "_via_server", False), name
+        if name == "missing script":
+            assert process.returncode == 2 and "can't open file" in stderr, stderr
+            continue
+        assert process.returncode == 7, (name, stderr[-3000:])
+        view = _result(subprocess.CompletedProcess([], 7, stdout, stderr))
+        assert view["parent"] == os.getpid(), name
+        assert view["onednn"] is False and view["tf_keras"], name
+
+
+def test_children_are_served_at_once_and_killed_as_popen_kills(server, tmp_path):
+    """A child that waits on its stdin does not hold back another; killpg ends it."""
+    env = _env(server)
+    waiting = _process.start_tensorflow_child(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE, env=env)
+    quick = _process.run_tensorflow_child([sys.executable, "-c", "print('quick')"], 300, env=env)
+    assert quick.returncode == 0 and quick.stdout == "quick\n", quick
+    assert waiting._via_server and waiting.poll() is None  # pylint: disable=protected-access
+    assert os.getpgid(waiting.pid) == waiting.pid  # its own session, as Popen makes it
+    with pytest.raises(subprocess.TimeoutExpired):
+        waiting.wait(timeout=0.5)
+    _process.kill_group(waiting)
+    assert waiting.wait(timeout=60) == -9
+    waiting.stdin.close()
+    assert conftest.process_gone(waiting.pid)
+
+
+def test_the_server_listens_on_a_unix_socket_only(server):
+    assert stat.S_ISSOCK(os.stat(server.path).st_mode)
+    assert stat.S_IMODE(os.stat(server.directory).st_mode) == 0o700
+    inodes = set()
+    for fd in os.listdir(f"/proc/{server._process.pid}/fd"):  # pylint: disable=protected-access
+        target = os.readlink(f"/proc/{server._process.pid}/fd/{fd}")  # pylint: disable=protected-access
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:["):-1])
+    unix = {}
+    with open("/proc/net/unix", encoding="utf-8") as table:
+        for line in table.readlines()[1:]:
+            fields = line.split()
+            unix[fields[6]] = fields[7] if len(fields) > 7 else ""
+    assert server.path in [unix.get(inode) for inode in inodes]
+    for table in ("tcp", "tcp6", "udp", "udp6", "raw", "raw6"):
+        with open(f"/proc/net/{table}", encoding="utf-8") as handle:
+            network = {line.split()[9] for line in handle.readlines()[1:]}
+        assert not inodes & network, table
 
 
 def test_a_forked_run_past_its_timeout_is_killed_as_subprocess_run_kills(server, tmp_path):
@@ -93,13 +244,11 @@ def test_a_forked_run_past_its_timeout_is_killed_as_subprocess_run_kills(server,
     quick = tmp_path / "quick.py"
     quick.write_text("print('quick')\n")
     with pytest.raises(subprocess.TimeoutExpired) as raised:
-        server.try_run(("run", "--replicas", "1", str(probe)), conftest.subprocess_env(),
-                       str(tmp_path), 3)
+        _run_cli(server, ("run", "--replicas", "1", str(probe)), str(tmp_path), timeout=3)
     assert raised.value.timeout == 3
     # The server reaped the killed child and is still of use.
-    again = server.try_run(("run", "--replicas", "1", str(quick)),
-                           conftest.subprocess_env(), str(tmp_path), 300)
-    assert again is not None and again.stdout == "quick\n", again
+    again = _run_cli(server, ("run", "--replicas", "1", str(quick)), str(tmp_path))
+    assert again.stdout == "quick\n", again
 
 
 @pytest.mark.parametrize("args,overrides,expected", [

@@ -22,7 +22,8 @@ SHARED_INTERNALS = {
     "tpu_compat._paths", "tpu_compat._process", "tpu_compat._tf_internals", "tpu_compat._version",
 }
 # Private modules shared by two modules only: (importer, imported).
-PRIVATE_PAIRS = {("tpu_compat.pytest_plugin", "tpu_compat._pytest_child")}
+PRIVATE_PAIRS = {("tpu_compat.pytest_plugin", "tpu_compat._pytest_child"),
+                 ("tpu_compat._process", "tpu_compat._fork_client")}
 # Circles through imports inside functions (none at import time): each pair.
 FUNCTION_LEVEL_CIRCLES = set()
 # The only modules allowed over MAX_LINES: the legacy table's records (data)

@@ -23,6 +23,7 @@ import time
 
 import pytest
 
+import fork_server
 from conftest import REPO_ROOT, SCENARIOS, assert_one_error_line, process_gone, run_cli, \
     subprocess_env
 from test_pytest_plugin import PLUGIN_ARGS
@@ -49,28 +50,23 @@ HANG_GUARD = 300
 
 
 def _worker_pids(chief_pid):
-    """The pod worker processes the chief started (its children running tpu_compat.pod.worker)."""
-    pids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", encoding="utf-8") as handle:
-                parent = int(handle.read().rpartition(")")[2].split()[1])
-            with open(f"/proc/{name}/cmdline", "rb") as handle:
-                command = handle.read()
-        except (OSError, ValueError, IndexError):
-            continue
-        if parent == chief_pid and b"tpu_compat.pod.worker" in command:
-            pids.append(int(name))
-    return sorted(pids)
+    """The pod worker processes the chief started (running tpu_compat.pod.worker):
+    its children, or the fork server's children started for it (tests/fork_server.py)."""
+    return [pid for pid in fork_server.children_of(chief_pid)
+            if "tpu_compat.pod.worker" in _command_line(pid)]
+
+
+def _command_line(pid):
+    try:
+        return fork_server.command_line(pid)
+    except OSError:
+        return []
 
 
 def _worker_pid(chief_pid, task):
     for pid in _worker_pids(chief_pid):
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            args = handle.read().split(b"\0")
-        if args[args.index(b"--task") + 1] == str(task).encode():
+        args = _command_line(pid)
+        if args[args.index("--task") + 1] == str(task):
             return pid
     raise AssertionError(f"no worker {task} among the chief's children")
 
@@ -213,8 +209,7 @@ def _pids_in(message):
 
 def _ports_of(pid):
     """The loopback ports of a pod worker, from its command line."""
-    with open(f"/proc/{pid}/cmdline", "rb") as handle:
-        args = handle.read().decode().split("\0")
+    args = fork_server.command_line(pid)
     return [int(address.rsplit(":", 1)[1])
             for address in args[args.index("--cluster") + 1].split(",")]
 

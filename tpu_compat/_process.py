@@ -22,6 +22,11 @@ benchmark program) is started with :func:`start_tensorflow_child` /
 own import of TensorFlow. So every such child computes with the kernels and
 the Keras a ``tpu-compat run`` program gets (tests/fork_server.py starts the
 test suite's TensorFlow from it too).
+
+A fork server (the test suite's, tests/fork_server.py) can start these
+children instead of ``exec``, when the child's environment names one
+(:mod:`tpu_compat._fork_client` says how, and when it declines): without that
+private variable nothing changes, and users never get a forked child.
 """
 
 import contextlib
@@ -32,7 +37,9 @@ import subprocess
 import threading
 from typing import Optional
 
-__all__ = ["Finished", "kill_group", "run_in_own_group", "run_tensorflow_child",
+from tpu_compat import _fork_client
+
+__all__ = ["Finished", "kill_group", "popen", "run_in_own_group", "run_tensorflow_child",
            "start_in_own_group", "start_tensorflow_child", "tensorflow_environment",
            "terminate_as_exit"]
 
@@ -68,8 +75,9 @@ def start_in_own_group(command, **popen_kwargs):
 
     For children that outlive one call (the emulated pod's workers): the
     caller ends the child and everything it started with :func:`kill_group`.
+    Forked by a fork server where one is named (module docstring).
     """
-    return subprocess.Popen(command, start_new_session=True, **popen_kwargs)
+    return popen(command, start_new_session=True, **popen_kwargs)
 
 
 def _drain(process):
@@ -150,6 +158,21 @@ def run_tensorflow_child(command, timeout, env=None, **popen_kwargs):
     :func:`tensorflow_environment` (``env``, default ``os.environ``)."""
     return run_in_own_group(command, timeout, env=tensorflow_environment(env),
                             **popen_kwargs)
+
+
+def popen(command, *, import_env=None, **popen_kwargs):
+    """:class:`subprocess.Popen`, forked by the fork server that the child's
+    environment names, if it will (module docstring).
+
+    ``import_env``: the environment the child imports TensorFlow in, when the
+    command changes its own before that import (``tpu-compat run``); the
+    server forks only children whose import would be its own.
+    """
+    env = popen_kwargs.get("env")
+    server = (os.environ if env is None else env).get(_fork_client.FORK_SERVER_VAR)
+    if not server:
+        return subprocess.Popen(command, **popen_kwargs)
+    return _fork_client.ForkedPopen(command, server=server, import_env=import_env, **popen_kwargs)
 
 
 @contextlib.contextmanager
