@@ -71,7 +71,7 @@ import traceback
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWITCH_VAR = "TPU_COMPAT_TEST_FORK_SERVER"
-SOCKET_VAR = "_TPU_COMPAT_FORK_SERVER"  # tpu_compat._fork_client.FORK_SERVER_VAR
+SOCKET_VAR = "_TPU_COMPAT_FORK_SERVER"  # tpu_compat._fork_client.FORK_SERVER_ENV
 SOCKET_NAME = "socket"
 CHILDREN_DIR = "children"
 # The server runs this file: importing tpu_compat in it before TensorFlow would

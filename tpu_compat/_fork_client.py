@@ -42,9 +42,9 @@ import subprocess
 import sys
 import time
 
-__all__ = ["FORK_SERVER_VAR", "ForkedPopen"]
+__all__ = ["FORK_SERVER_ENV", "ForkedPopen"]
 
-FORK_SERVER_VAR = "_TPU_COMPAT_FORK_SERVER"
+FORK_SERVER_ENV = "_TPU_COMPAT_FORK_SERVER"
 # How long a server may take to accept a request (it may still be importing
 # TensorFlow: a fresh child would spend that time importing it too), and to
 # answer with the child's pid once told to fork.

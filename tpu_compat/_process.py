@@ -169,7 +169,7 @@ def popen(command, *, import_env=None, **popen_kwargs):
     server forks only children whose import would be its own.
     """
     env = popen_kwargs.get("env")
-    server = (os.environ if env is None else env).get(_fork_client.FORK_SERVER_VAR)
+    server = (os.environ if env is None else env).get(_fork_client.FORK_SERVER_ENV)
     if not server:
         return subprocess.Popen(command, **popen_kwargs)
     return _fork_client.ForkedPopen(command, server=server, import_env=import_env, **popen_kwargs)
