@@ -38,11 +38,15 @@ variables TensorFlow's import sets. It exits through the interpreter's own
 shutdown (atexit handlers, non-daemon threads). What it shares with its
 siblings: the hash seed of ``str`` (Python fixes it at startup).
 
-What stays a fresh process (the server declines): a request whose environment
-differs from the server's in a variable read when the interpreter starts or
-TensorFlow is imported (``PYTHON*``, ``TF_*`` but ``TF_CONFIG``, ``XLA_*``,
-thread-pool and locale variables; ``PYTHONPATH`` compared as the ``sys.path``
-it makes); another interpreter or interpreter options; a script or working
+A request whose environment differs from the server's in a variable read
+when the interpreter starts or TensorFlow is imported (``PYTHON*``, ``TF_*``
+but ``TF_CONFIG``, ``XLA_*``, thread-pool and locale variables;
+``PYTHONPATH`` compared as the ``sys.path`` it makes) goes to a sibling
+server started in that environment by the first such request (regress and
+verify run their scripts with ``PYTHONHASHSEED``): up to 3 of them.
+
+What stays a fresh process (the server declines): a fourth other startup
+environment; another interpreter or interpreter options; a script or working
 directory that is not there (the fresh process reports it as python does);
 and every test marked ``fresh_process`` (its children do not see the server):
 the claims about how a process starts. ``TPU_COMPAT_TEST_FORK_SERVER=0`` turns
@@ -55,6 +59,7 @@ and :func:`command_line` tell tests what a fresh process would show.
 
 import contextlib
 import gc
+import hashlib
 import io
 import json
 import os
@@ -86,6 +91,9 @@ _STARTUP_PREFIXES = ("PYTHON", "TF_", "XLA_", "LD_", "OMP_", "KMP_", "MKL_", "OP
                      "ENABLE_RUNTIME_UPTIME_TELEMETRY")
 # Read later, by tpu_compat or the program.
 _READ_AFTER_STARTUP = ("TF_CONFIG",)
+_DIFFERS = " differs from the server's"
+# Servers for other startup environments at most (each imported TensorFlow).
+_MAX_SIBLINGS = 3
 # How long the handshake with a client may take (it sends at once).
 _REQUEST_SECONDS = 60.0
 
@@ -224,7 +232,53 @@ def command_line(pid, server_path=None):
 
 # -- the server ------------------------------------------------------------------
 
-def _serve(path):
+class _Siblings:
+    """The servers for other startup environments, each started by the first
+    request that needs it (regress and verify's scripts run with
+    ``PYTHONHASHSEED``, say), as children of the first server, which ends them."""
+
+    def __init__(self, path):
+        self.directory = os.path.dirname(path)
+        # Handlers (forked) ask the first server to start one over this pair.
+        self.asked, self.ask = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._started = {}
+
+    def path_for(self, import_env):
+        """In a handler: the socket of the server for ``import_env`` (started
+        if need be), or None when there are enough already."""
+        startup = {name: value for name, value in import_env.items() if _startup_variable(name)}
+        key = hashlib.sha256(json.dumps(startup, sort_keys=True).encode()).hexdigest()[:16]
+        path = os.path.join(self.directory, f"{SOCKET_NAME}-{key}")
+        if not os.path.exists(path):
+            try:
+                self.ask.send(json.dumps({"env": import_env, "path": path}).encode())
+            except OSError:
+                return None  # too large a message
+            deadline = time.monotonic() + 30
+            while not os.path.exists(path) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        return path if os.path.exists(path) else None
+
+    def start_asked(self):
+        """In the first server: starts the server a handler asked for."""
+        asked = json.loads(self.asked.recv(1 << 20))
+        if asked["path"] in self._started or len(self._started) >= _MAX_SIBLINGS:
+            return
+        with open(os.path.join(self.directory, "server.log"), "ab") as log:
+            self._started[asked["path"]] = subprocess.Popen(
+                [sys.executable, os.path.abspath(__file__), asked["path"], "--sibling"],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log,
+                env=asked["env"], cwd=REPO_ROOT)
+
+    def close(self):
+        for process in self._started.values():
+            process.stdin.close()
+        for process in self._started.values():
+            with contextlib.suppress(ChildProcessError, subprocess.TimeoutExpired):
+                process.wait(timeout=30)
+
+
+def _serve(path, siblings):
     """Serves until its stdin ends; returns (request, fds) in a forked child."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -246,13 +300,16 @@ def _serve(path):
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.close(null)
+    watched = [listener, control] + ([siblings.asked] if siblings else [])
     while True:
-        ready, _, _ = select.select([listener, control], [], [], 1.0)
+        ready, _, _ = select.select(watched, [], [], 1.0)
         with contextlib.suppress(ChildProcessError):
             while os.waitpid(-1, os.WNOHANG)[0]:
                 pass  # handlers that ended
         if control in ready and not control.read(4096):
             break
+        if siblings and siblings.asked in ready:
+            siblings.start_asked()
         if listener not in ready:
             continue
         connection, _ = listener.accept()
@@ -263,7 +320,7 @@ def _serve(path):
             control.close()
             target = None
             try:
-                target = _handle(connection, server_env, set_by_import, path)
+                target = _handle(connection, server_env, set_by_import, path, siblings)
             except BaseException:  # pylint: disable=broad-except
                 traceback.print_exc()  # into the server's log
                 sys.stderr.flush()
@@ -275,6 +332,11 @@ def _serve(path):
     listener.close()
     with contextlib.suppress(OSError):
         os.unlink(path)
+    if siblings:
+        siblings.close()
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, 0)[0]:
+            pass  # the last handlers: their CPU time counts as the suite's
     return None
 
 
@@ -320,7 +382,7 @@ def _declined(request, server_env, set_by_import):
         return f"no script {args[1]}"
     different = startup_difference(request["import_env"], server_env, set_by_import)
     if different:
-        return f"{different} differs from the server's"
+        return f"{different}{_DIFFERS}"
     return None
 
 
@@ -328,13 +390,21 @@ def _send(connection, **fields):
     connection.sendall(json.dumps(fields).encode() + b"\n")
 
 
-def _handle(connection, server_env, set_by_import, path):
+def _handle(connection, server_env, set_by_import, path, siblings):
     """In a process forked per connection: forks the child and waits for it.
 
-    Returns (request, fds) in the child, None in this process when done.
+    Returns (request, fds) in the child, None in this process when done. A
+    request for another startup environment is sent to its sibling server.
     """
     request, fds = _receive(connection)
     why = _declined(request, server_env, set_by_import)
+    if why and why.endswith(_DIFFERS) and siblings:
+        sibling = siblings.path_for(request["import_env"])
+        if sibling:
+            for fd in fds:
+                os.close(fd)
+            _send(connection, redirect=sibling)
+            return None
     if why:
         _send(connection, declined=why)
         return None
@@ -448,6 +518,6 @@ def _become(request, fds, set_by_import, base_path, numpy):
 
 
 if __name__ == "__main__":
-    _TARGET = _serve(sys.argv[1])
+    _TARGET = _serve(sys.argv[1], None if "--sibling" in sys.argv else _Siblings(sys.argv[1]))
     if _TARGET is not None:
         _become(*_TARGET)  # then the interpreter's own exit, as python's

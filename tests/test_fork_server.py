@@ -179,8 +179,6 @@ def test_what_the_server_cannot_serve_runs_fresh_and_right(server, tmp_path):
         # No server at that path: nothing listens.
         "unreachable": ([sys.executable, str(probe), "7"],
                         {fork_server.SOCKET_VAR: str(tmp_path / "no-socket")}),
-        # A variable read at TensorFlow's import differs from the server's.
-        "environment": ([sys.executable, str(probe), "7"], {"OMP_NUM_THREADS": "1"}),
         # An interpreter option: not a command shape the client asks for.
         "options": ([sys.executable, "-u", str(probe), "7"], {}),
         # Not there: python itself says so, as it does fresh.
@@ -199,6 +197,27 @@ def test_what_the_server_cannot_serve_runs_fresh_and_right(server, tmp_path):
         view = _result(subprocess.CompletedProcess([], 7, stdout, stderr))
         assert view["parent"] == os.getpid(), name
         assert view["onednn"] is False and view["tf_keras"], name
+
+
+def test_another_startup_environment_is_served_by_a_sibling_server(server):
+    """PYTHONHASHSEED (regress's seed) is fixed when the interpreter starts: a
+    server started with it forks the child, which hashes as a fresh one does."""
+    code = "import os, sys; print(hash('tpu_compat'), os.getppid(), 'tensorflow' in sys.modules)"
+    views = []
+    for socket_path in (server.path, None):
+        env = {**_env(), "PYTHONHASHSEED": "17"}
+        if socket_path:
+            env[fork_server.SOCKET_VAR] = socket_path
+        finished = _process.run_tensorflow_child([sys.executable, "-c", code], 300, env=env)
+        assert finished.returncode == 0, finished.stderr
+        views.append(finished.stdout.split())
+    (forked_hash, forked_parent, forked_tf), (fresh_hash, fresh_parent, fresh_tf) = views
+    assert forked_hash == fresh_hash
+    assert int(fresh_parent) == os.getpid() and fresh_tf == "False"
+    assert int(forked_parent) != os.getpid() and forked_tf == "True"
+    siblings = [name for name in os.listdir(server.directory)
+                if name.startswith(fork_server.SOCKET_NAME + "-")]
+    assert len(siblings) == 1, siblings
 
 
 def test_children_are_served_at_once_and_killed_as_popen_kills(server, tmp_path):

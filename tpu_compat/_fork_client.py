@@ -22,7 +22,8 @@ variable nothing here runs: users never get a forked child.
 The protocol, one connection per child: the client sends an 8-byte length and
 its three standard streams' descriptors, then that many bytes of JSON (the
 command, environment, working directory, session, ignored signals); the
-server answers one JSON line, ``{"ok": true}`` or ``{"declined": why}``; on
+server answers one JSON line, ``{"ok": true}``, ``{"declined": why}`` or
+``{"redirect": path}`` (ask the server there instead; once); on
 ``ok`` the client sends ``g`` (go), and the server forks and answers
 ``{"pid": N}``, later ``{"status": S}`` (the raw wait status) when the child
 has ended. A client that goes away closes the connection; the server's
@@ -119,11 +120,18 @@ class ForkedPopen(subprocess.Popen):
             "ignored_signals": _ignored_signals()}).encode()
         streams = [own if fd == -1 else fd for own, fd in
                    zip((0, 1, 2), (call["p2cread"], call["c2pwrite"], call["errwrite"]))]
-        self._connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._connection.connect(self._server_path)
-        socket.send_fds(self._connection, [struct.pack("!Q", len(request))], streams)
-        self._connection.sendall(request)
-        if "ok" not in self._reply(_ACCEPT_SECONDS):
+        server = self._server_path
+        for _ in range(2):  # the server may send it to another, once
+            self._disconnect()
+            self._connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._connection.connect(server)
+            socket.send_fds(self._connection, [struct.pack("!Q", len(request))], streams)
+            self._connection.sendall(request)
+            answer = self._reply(_ACCEPT_SECONDS)
+            server = answer.get("redirect")
+            if not server:
+                break
+        if "ok" not in answer:
             return False  # declined
         self._connection.sendall(b"g")
         # From here on the child may exist: no exec in its place.
