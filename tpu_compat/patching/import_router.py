@@ -29,6 +29,7 @@ import dataclasses
 import functools
 import importlib
 import importlib.abc
+import logging
 import sys
 from typing import Optional
 
@@ -98,12 +99,16 @@ def tf1_import_route(changes):
     """
     del changes
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    from tensorflow.python.util import deprecation  # pylint: disable=import-outside-toplevel
-    # TF 2.21 logs "disable_resource_variables ... is deprecated" from inside
-    # disable_v2_behavior(); the program under TF 1.15 never saw it, and the
-    # call is ours, not the program's.
-    with deprecation.silence():
+    # TF 2.21 logs "disable_resource_variables ... is deprecated" (a WARNING on
+    # TensorFlow's logger) from inside disable_v2_behavior(); the program under
+    # TF 1.15 never saw it, and the call is ours, not the program's.
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
         tf.compat.v1.disable_v2_behavior()
+    finally:
+        logger.setLevel(level)
     compat_v1 = tf.compat.v1
 
     def route(next_import, name, globals=None, locals=None, fromlist=(), level=0):  # pylint: disable=redefined-builtin
