@@ -83,9 +83,12 @@ RECIPES = [
     Recipe(
         name="tpu-resnet-contrib", repo="tensorflow/tpu", commit=TPU_2019,
         program="models/official/resnet/resnet_main.py", era="TF 1.x", kind="TPUEstimator", tf1=True,
+        # Here --param_overrides is a multi_string flag, one key=value each (resnet_params.override
+        # splits each on '='); the comma-separated form came with the hyperparameters rewrite.
         args=(FAKE_IMAGENET, "--model_dir={model_dir}", "--mode=train",
-              "--param_overrides=train_steps=2,train_batch_size=16,iterations_per_loop=1,resnet_depth=18,"
-              "num_train_images=64,num_parallel_calls=2"),
+              *(f"--param_overrides={pair}" for pair in (
+                  "train_steps=2", "train_batch_size=16", "iterations_per_loop=1", "resnet_depth=18",
+                  "num_train_images=64", "num_parallel_calls=2"))),
         data="the program's own null input (--data_dir=null)", extract=("models",),
         pythonpath=("models",), expect=TRAINED,
         survey="the same trainer as tpu-resnet, in its TF 1.13 form (`import tensorflow as tf`, tf.contrib); "
