@@ -540,10 +540,24 @@ def _site_of(results):
     return ", ".join(f"`{p}`" for p in packages) or "none"
 
 
+def render_failures(recipes, results, notes):
+    """One bullet per program failing unchanged: its first error and why (``notes``)."""
+    by_key = {(r["name"], r["mode"]): r for r in results}
+    lines = []
+    for recipe in recipes:
+        row = by_key.get((recipe.name, "unchanged"))
+        if row is None or row["passed"] or row["seconds"] is None:
+            continue
+        why = notes.get(recipe.name, "not analysed yet")
+        lines.append(f"- **{recipe.name}** ({_reason(row)}): {why}")
+    return "\n".join(lines) or "None: every program that ran passed."
+
+
 def render_field_doc(recipes, results):
     u_pass, u_ran, total = summary(recipes, results, "unchanged")
     m_pass, m_ran, _ = summary(recipes, results, "migrated")
     measured = "\n".join(_measurement(results, mode) for mode in MODES)
+    run_notes = "".join(f"- {note}\n" for note in getattr(field_recipes, "RUN_NOTES", ()))
     survey_lines = "\n".join(f"- **{r.name}**: {r.survey}" for r in recipes)
     data_lines = "\n".join(f"- **{r.name}**: {r.data}" for r in recipes)
     return f"""# Field programs: public Cloud TPU programs of 2018-2021, run as their users ran them
@@ -555,6 +569,7 @@ under `nice -n 10`; other sessions shared the machine, so the times are upper
 bounds. Each column was measured on its own run:
 
 {measured}
+{run_notes}
 
 **Unchanged** (`tpu-compat run [--tf1] PROGRAM FLAGS`): {u_pass} of {u_ran} run pass
 ({total} recipes). **Migrated** (`tpu-compat upgrade --in-place` over the
@@ -581,6 +596,10 @@ and deletes nothing of ours. CI never runs them (no network there);
 `tests/test_field_programs.py` tests the runner's own parts.
 
 {render_table(recipes, results)}
+
+## Failures and their reasons (unchanged)
+
+{render_failures(recipes, results, getattr(field_recipes, "FAILURE_NOTES", {}))}
 
 ## How the programs were chosen
 

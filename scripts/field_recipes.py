@@ -280,3 +280,14 @@ RECIPES = [
         extract=("models/experimental/keras_application",), expect=None,
         survey="tpu-keras-applications in its TF 1.13 form (`import tensorflow as tf`, tf.contrib)"),
 ]
+
+
+# Why each program that still fails fails, and who owns it (docs/field.md's "Failures and
+# their reasons"; a failing row without a note renders as "not analysed yet"). Keyed by recipe
+# name; keep it true to the latest table.
+FAILURE_NOTES = {}
+
+# What qualifies the latest run's numbers (load, concurrent runs, re-runs): rendered under the
+# header of docs/field.md, one bullet each.
+RUN_NOTES = ()
+

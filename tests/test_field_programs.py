@@ -271,3 +271,13 @@ def test_the_header_names_each_package_commit_once_per_column(tmp_path, monkeypa
             "`6383b5c` (2026-11-27); 1-minute load average at the end of a run: 5.8 to 5.8") in header
     section = (tmp_path / "migration.md").read_text()
     assert section.count("`6383b5c`") == 1 and "be1bd13" not in section
+
+
+def test_each_unchanged_failure_is_listed_with_its_reason_or_as_not_analysed():
+    recipes = [_recipe(name=n) for n in ("a", "b", "c", "d")]
+    results = [_row("a", "unchanged", True), _row("b", "unchanged", False, 3.0, "E: x [b.py:1]"),
+               _row("c", "unchanged", False, 4.0, "hang [c.py:2]"), _row("d", "migrated", False, 1.0, "E")]
+    text = fp.render_failures(recipes, results, {"b": "needs tf.contrib.slim (issue 34, research)"})
+    assert text.splitlines() == ["- **b** (E: x [b.py:1]): needs tf.contrib.slim (issue 34, research)",
+                                 "- **c** (hang [c.py:2]): not analysed yet"]
+    assert fp.render_failures(recipes, results[:1], {}) == "None: every program that ran passed."
