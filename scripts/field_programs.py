@@ -580,7 +580,8 @@ Packages the programs import that TF 2.21 does not bring, added from `--site`
 (outside the environment, on the programs' PYTHONPATH only): {_site_of(results)}.
 TensorFlow 2.21's wheel no longer depends on TensorBoard; without it, the
 trainers' summary host calls die with `TBNotInstalledError` (seen on
-tpu-resnet before `--site` had it), so it is added as the era's installs had it.
+tpu-resnet before `--site` had it), after which `tpu-compat run` names the fix
+(`pip install tensorboard`, docs/install.md); it is added as the era's installs had it.
 
 A program passes when it exits 0 and prints its own success line (the recipe's
 `expect`). The first error is the exception that ended the run (the last
