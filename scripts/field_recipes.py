@@ -259,7 +259,8 @@ RECIPES = [
         args=(), data_gen=("keras_fashion_mnist", "train=480", "test=480"),
         data="480/480 random Fashion-MNIST images in the keras.datasets cache; its code cells 1-4 "
              "(training and save_weights; the plotting cells need matplotlib)",
-        extract=("tools/colab/fashion_mnist.ipynb",), expect=None,
+        # Budget: cell 4 trains 17 epochs of 60 steps (1020 steps; a notebook has no flag to shrink them).
+        extract=("tools/colab/fashion_mnist.ipynb",), expect=None, timeout=900,
         survey="find_files: 12 indexed repositories hold `tools/colab/fashion_mnist.ipynb`, the Cloud TPU "
                "Colab 'Fashion MNIST with Keras and TPUs' (copies in personal Colab collections); `search` "
                "finds TPU helper code citing it"),
@@ -269,7 +270,7 @@ RECIPES = [
         args=(), data_gen=("keras_fashion_mnist", "train=480", "test=480"),
         data="480/480 random Fashion-MNIST images in the keras.datasets cache (60 steps of 8); "
              "code cells 1-4",
-        extract=("tools/colab/fashion_mnist.ipynb",), expect=None,
+        extract=("tools/colab/fashion_mnist.ipynb",), expect=None, timeout=900,  # 1020 steps, as above
         survey="the same Colab in its TF 2.x form (tf.distribute.experimental.TPUStrategy, "
                "experimental_connect_to_cluster)"),
     Recipe(
