@@ -113,8 +113,9 @@ RECIPES = [
               "--train_batch_size=16", "--iterations_per_loop=1", "--model_name=mnasnet-a1",
               "--input_image_size=64", "--num_train_images=64", "--num_parallel_calls=2"),
         data="the program's own null input (--data_dir=null)", extract=("models",),
-        # Budget: building the 8 replicas' MnasNet graph takes most of it (profiled at 1bc110d:
-        # 92% of samples inside the model_fn's TF op construction, 0.2% in tpu_compat's own code).
+        # Budget: building the 8 replicas' MnasNet graph takes most of it (profiled at 1bc110d under
+        # load 10: 14.5 min to the graph, more than 10 min more to the first step; 97% of samples
+        # in TensorFlow's own code, under 1% in tpu_compat's). Not enough there: see FAILURE_NOTES.
         pythonpath=("tpu/models", "tpu/models/common"), expect=TRAINED, timeout=1500,
         survey=TPU_FORKS.format(n=5, path="models/official/mnasnet/mnasnet_main.py")
                + "; the MnasNet/MixNet trainer"),
@@ -294,7 +295,40 @@ RECIPES = [
 # Why each program that still fails fails, and who owns it (docs/field.md's "Failures and
 # their reasons"; a failing row without a note renders as "not analysed yet"). Keyed by recipe
 # name; keep it true to the latest table.
-FAILURE_NOTES = {}
+_LOAD = ("slow, not hung: the run was in TensorFlow's session.run of its training steps when "
+         "killed, on 2 cores shared at 1-minute load 9-12 (this session's own runs among them)")
+_CONTRIB = ("needs {name}, which tpu_compat does not serve yet: issue 34's tf.contrib.slim / "
+            "arg_scope item (helper 'research')")
+FAILURE_NOTES = {
+    "tpu-resnet": _LOAD + "; it passed in 179 s at 6383b5c under load 6.",
+    "tpu-resnet-contrib": _LOAD + " (past its imports now; the recipe's --param_overrides was wrong "
+                          "before: one key=value per flag in this version).",
+    "bert-pretraining": _LOAD + " (a checkpoint save took a minute); it passed in 100 s at 6383b5c.",
+    "albert-pretraining": _LOAD.replace("session.run of its training steps", "training") + ".",
+    "tpu-keras-mnist-contrib": _LOAD.replace("session.run of its training steps", "Keras fit") + ".",
+    "tpu-efficientnet": ("model scale (issue 34 item 7, helper 'research' benchmarks it): killed at 600 s "
+                         "while building the 8 replicas' graph, TensorFlow's op construction, as "
+                         "profiled for tpu-mnasnet."),
+    "tpu-mnasnet": ("model scale (issue 34 item 7): not finished in 1500 s at load 10. Profiled with a "
+                    "stack sampler (every 0.2 s): 14.5 min to build the 8 replicas' graph, then over "
+                    "10 min in session set-up and the first step; 97% of samples were in TensorFlow's "
+                    "own code (op creation: `_create_c_op`, `graph_def_versions`, `device`), under 1% in "
+                    "tpu_compat's; by the innermost tpu_compat frame: the model_fn's ops 29%, variable "
+                    "creation 9%, the cross-replica gradient sums 11%, MonitoredSession start (graph extension, "
+                    "init) 40%. "
+                    "tpu_compat is not the cost; what native TF takes for the same graph is the "
+                    "research helper's benchmark."),
+    "tpu-mobilenet-contrib": _CONTRIB.format(name="tf.contrib.slim"),
+    "tpu-inception-v3-contrib": _CONTRIB.format(name="tf.contrib.framework.python.ops (arg_scope)"),
+    "tpu-amoebanet-contrib": _CONTRIB.format(name="tf.contrib.framework.arg_scope"),
+    "simclr-tf1": ("a new class, not fixed here: SimCLR's model_fn (global batch norm and the "
+                   "contrastive loss's cross-replica concat) has replicas reach different "
+                   "cross_replica_sum gradients at the same time, so the emulated TPU, which pairs the "
+                   "replicas' gradient sums by arrival, refuses (CrossReplicaGradientOrderError) "
+                   "rather than sum different ops; pairing them by op is issue 34 item 2's follow-up."),
+    "simclr-tf2": ("killed at 300 s while tracing the 8-replica TF 2 training step: issue 34's slow "
+                   "8-replica TF 2 loop (helper 'research')."),
+}
 
 # What qualifies the latest run's numbers (load, concurrent runs, re-runs): rendered under the
 # header of docs/field.md, one bullet each.
