@@ -332,5 +332,16 @@ FAILURE_NOTES = {
 
 # What qualifies the latest run's numbers (load, concurrent runs, re-runs): rendered under the
 # header of docs/field.md, one bullet each.
-RUN_NOTES = ()
+RUN_NOTES = (
+    "The unchanged column was re-run on 2026-11-28 from 17:51 UTC, all 21 programs one at a time at "
+    "`be1bd13` (main when issue 34's field session started); then, after that session's fixes, "
+    "the programs they concern at `ad88739` (the Colabs: distutils.version; bert-classifier: the "
+    "evaluation hang; tpu-resnet-contrib: its recipe), ELECTRA and MnasNet at `1bc110d` with their "
+    "budgets (MnasNet under a stack sampler), and bert-pretraining and tpu-resnet with 900 s, their "
+    "300 s runs having been cut by the load.",
+    "Load: up to four of that session's runs (the survey, the re-runs, a profile) ran at once beside "
+    "about seven other sessions' work, 1-minute load 4 to 13: the times are upper bounds, and the "
+    "rows noted 'slow, not hung' below are timeouts of the load, not of tpu_compat.",
+    "The migrated column was not re-run: it is the baseline at `6383b5c` (issue 35's work re-runs it).",
+)
 
