@@ -252,6 +252,7 @@ def test_the_header_names_each_package_commit_once_per_column(tmp_path, monkeypa
     package = {"aaa": "`6383b5c` (2026-11-27)", "bbb": "`6383b5c` (2026-11-27)",
                "ccc": "`6383b5c` (2026-11-27)", "ddd": "`be1bd13` (2026-11-28)"}
     monkeypatch.setattr(fp, "_package_commit", lambda commit: package[commit])
+    monkeypatch.setattr(fp.field_recipes, "RUN_NOTES", ("re-run notes",))
     recipes = [_recipe(name=n) for n in "abcd"]
     results = []
     for name, mode, commit, date, load in [("a", "unchanged", "aaa", "2026-11-28 14:47 UTC", None),
@@ -264,6 +265,7 @@ def test_the_header_names_each_package_commit_once_per_column(tmp_path, monkeypa
     fp.write_docs(recipes, results)
     header = (tmp_path / "field.md").read_text().split("| # |")[0]
     assert header.count("`6383b5c`") == 2, header  # once per column, not once per HEAD
+    assert "\n- re-run notes\n" in header
     assert ("- unchanged: 2026-11-28 14:47 UTC to 2026-11-28 18:30 UTC, tpu_compat at commit "
             "`6383b5c` (2026-11-27), `be1bd13` (2026-11-28); 1-minute load average at the end of a run: "
             "3.1 to 3.1") in header
