@@ -334,6 +334,8 @@ FAILURE_NOTES = {
     "colab-fashion-mnist": ("past its distutils.version check now (fixed, issue 34); the 900 s budget ran "
                             "out in epoch 12 of 17 of cell 4's fit (1020 steps of a 3-convolution net, "
                             "about 0.8 s a step at load 10): compute, not a hang."),
+    "colab-fashion-mnist-tf2": ("the same as colab-fashion-mnist: past its distutils.version check now; "
+                                "the 900 s budget ran out in epoch 11 of 17 of cell 4's fit."),
     "simclr-tf2": ("killed at 300 s while tracing the 8-replica TF 2 training step: issue 34's slow "
                    "8-replica TF 2 loop (helper 'research')."),
 }
@@ -345,8 +347,8 @@ RUN_NOTES = (
     "`be1bd13` (main when issue 34's field session started); then, after that session's fixes, "
     "the programs they concern at `ad88739` (the Colabs: distutils.version; bert-classifier: the "
     "evaluation hang; tpu-resnet-contrib: its recipe), ELECTRA and MnasNet at `1bc110d` with their "
-    "budgets (MnasNet under a stack sampler), and bert-pretraining and tpu-resnet with 900 s, their "
-    "300 s runs having been cut by the load.",
+    "budgets (MnasNet under a stack sampler), and bert-classifier, tpu-resnet-contrib and "
+    "bert-pretraining with 900 s (`--timeout`), the 300 s runs having been cut by the load.",
     "Load: up to four of that session's runs (the survey, the re-runs, a profile) ran at once beside "
     "about seven other sessions' work, 1-minute load 4 to 13: the times are upper bounds, and the "
     "rows noted 'slow, not hung' below are timeouts of the load, not of tpu_compat.",
