@@ -295,15 +295,9 @@ RECIPES = [
 # Why each program that still fails fails, and who owns it (docs/field.md's "Failures and
 # their reasons"; a failing row without a note renders as "not analysed yet"). Keyed by recipe
 # name; keep it true to the latest table.
-_LOAD = ("slow, not hung: the run was in TensorFlow's session.run of its training steps when "
-         "killed, on 2 cores shared at 1-minute load 9-12 (this session's own runs among them)")
 _CONTRIB = ("needs {name}, which tpu_compat does not serve yet: issue 34's tf.contrib.slim / "
             "arg_scope item (helper 'research')")
 FAILURE_NOTES = {
-    "tpu-resnet": _LOAD + "; it passed in 179 s at 6383b5c under load 6.",
-    "tpu-resnet-contrib": _LOAD + " (past its imports now; the recipe's --param_overrides was wrong "
-                          "before: one key=value per flag in this version).",
-    "bert-pretraining": _LOAD + " (a checkpoint save took a minute); it passed in 100 s at 6383b5c.",
     "albert-pretraining": ("killed at 300 s in TensorFlow's session.run of its training, after its step-0 "
                            "checkpoint, at load 10 (the graph alone took about 4 minutes); it timed out "
                            "at the baseline too, and this run does not tell slow from hung: re-run it "
@@ -347,8 +341,9 @@ RUN_NOTES = (
     "`be1bd13` (main when issue 34's field session started); then, after that session's fixes, "
     "the programs they concern at `ad88739` (the Colabs: distutils.version; bert-classifier: the "
     "evaluation hang; tpu-resnet-contrib: its recipe), ELECTRA and MnasNet at `1bc110d` with their "
-    "budgets (MnasNet under a stack sampler), and bert-classifier, tpu-resnet-contrib and "
-    "bert-pretraining with 900 s (`--timeout`), the 300 s runs having been cut by the load.",
+    "budgets (MnasNet under a stack sampler), and bert-classifier, tpu-resnet-contrib, "
+    "bert-pretraining and tpu-resnet with 900 s (`--timeout`), their 300 s runs having been cut "
+    "by the load (the last two passed in 248 s and 187 s once it eased).",
     "Load: up to four of that session's runs (the survey, the re-runs, a profile) ran at once beside "
     "about seven other sessions' work, 1-minute load 4 to 13: the times are upper bounds, and the "
     "rows noted 'slow, not hung' below are timeouts of the load, not of tpu_compat.",
