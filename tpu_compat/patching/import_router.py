@@ -41,9 +41,9 @@ __all__ = ["REDIRECTS", "ImportRouter", "Redirect", "tf1_import_route"]
 # leaves them out of the program's traceback (tpu_compat._callsite).
 __tpu_compat_plumbing__ = True
 
-# Every redirect below is about a name under this prefix: other imports skip
-# the routes (and the program-code check) altogether.
-_ROUTED_PREFIX = "tensorflow"
+# Every redirect below is about a name under these prefixes: other imports
+# skip the routes (and the program-code check) altogether.
+_ROUTED_PREFIX = ("tensorflow", "distutils")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,8 +80,14 @@ REDIRECTS = (
         imports="tensorflow.contrib[.X], from tensorflow import contrib (TF 1.12-1.14)",
         serves="tpu_compat.contrib (contrib/imports.py)",
         route="tpu_compat.contrib.imports:import_route",
-        why_here="innermost: it calls `import tensorflow` itself and must get "
-                 "TensorFlow's own module"),
+        why_here="innermost of the tensorflow rows: it calls `import tensorflow` itself "
+                 "and must get TensorFlow's own module"),
+    Redirect(
+        imports="import distutils (the Colabs' distutils.version.LooseVersion check)",
+        serves="distutils with distutils.version imported, as on the era's Pythons "
+               "(patching/distutils_imports.py)",
+        route="tpu_compat.patching.distutils_imports:import_route",
+        why_here="concerns names no other row serves"),
 )
 
 
