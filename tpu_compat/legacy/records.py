@@ -12,6 +12,8 @@ from tpu_compat.legacy.schema import (KIND_ARGUMENT, KIND_ATTRIBUTE, KIND_METHOD
                                       LegacyAPI, add_keyword, calls, imports, omits, passes,
                                       reads, rename_keyword, rename_method,
                                       replace_call, replace_module, replace_symbol)
+# Issue 35's TPUStrategy-era rewrite kinds.
+from tpu_compat.legacy.schema import call_to_method, drop_import, tf2_strategy
 
 __all__ = ["RECORDS", "get", "by_name"]
 
@@ -234,6 +236,7 @@ RECORDS = (
                 eras=("1.15",), removed_in=None,
                 replacement="tf.distribute.TPUStrategy(resolver) with a TF2 training "
                                         "loop",
+                rewrite=tf2_strategy("tf.distribute.TPUStrategy"),
                 note="The TF 1.x class (graph mode, steps_per_run) has no drop-in "
                           "TF2 equivalent.",
                 symbols=("tf.compat.v1.distribute.experimental.TPUStrategy",),
@@ -343,6 +346,7 @@ RECORDS = (
                 hook=calls(f"{_KERAS_ERA}:export_saved_model"),
                 eras=("1.15", "2.0"), removed_in="2.1",
                 replacement="model.save(path, save_format='tf')",
+                rewrite=call_to_method("save", "save_format='tf'"),
                 note="serving_only=True is include_optimizer=False; as_text has no "
                      "modern argument.",
                 symbols=("tf.keras.experimental.export_saved_model",
@@ -923,6 +927,7 @@ RECORDS = (
                 hook=imports("tensorflow.contrib"),
                 eras=("1.13", "1.14", "1.15"), removed_in="2.0",
                 replacement="the TF 2 name of each contrib name used (docs/migration.md)",
+                rewrite=drop_import(),
                 note="Where a TF 1.x program first stops on TF 2. Under tpu-compat run the "
                      "names tpu_compat serves import; scan reports every such import."),
         LegacyAPI(
