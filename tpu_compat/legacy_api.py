@@ -33,8 +33,8 @@ from tpu_compat.legacy.schema import (ERAS, HOOK_ARGUMENT, HOOK_ARGUMENT_OMITTED
                                       replace_module, replace_symbol)
 # Issue 35's TPUStrategy-era rewrite kinds.
 from tpu_compat.legacy.schema import (REWRITE_CALL_TO_METHOD, REWRITE_DROP_IMPORT,
-                                      REWRITE_TF2_STRATEGY, call_to_method, drop_import,
-                                      tf2_strategy)
+                                      REWRITE_GRAPH_LOOP, REWRITE_TF2_STRATEGY,
+                                      call_to_method, drop_import, graph_loop, tf2_strategy)
 
 # What `from tpu_compat.legacy_api import *` gave before the table was split
 # (the other names above are importable by name, as they were).

@@ -13,7 +13,7 @@ from tpu_compat.legacy.schema import (KIND_ARGUMENT, KIND_ATTRIBUTE, KIND_METHOD
                                       reads, rename_keyword, rename_method,
                                       replace_call, replace_module, replace_symbol)
 # Issue 35's TPUStrategy-era rewrite kinds.
-from tpu_compat.legacy.schema import call_to_method, drop_import, tf2_strategy
+from tpu_compat.legacy.schema import call_to_method, drop_import, graph_loop, tf2_strategy
 
 __all__ = ["RECORDS", "get", "by_name"]
 
@@ -161,7 +161,10 @@ RECORDS = (
                 kind=KIND_METHOD, name="make_dataset_iterator",
                 hook=calls(f"{_V1}.make_dataset_iterator", f"{_TF_V1}.make_dataset_iterator"),
                 eras=("1.15",), removed_in="2.0",
-                replacement="iter(strategy.experimental_distribute_dataset(dataset))",
+                replacement="iter(strategy.experimental_distribute_dataset(dataset)); in a "
+                            "TF 1.x graph strategy.experimental_distribute_dataset(dataset)"
+                            ".make_initializable_iterator()",
+                rewrite=graph_loop("experimental_distribute_dataset(dataset).make_initializable_iterator()"),
                 note="Graph-mode initializable iterators have no TF2 equivalent; the "
                           "loop around them must change.",
                 probe=(_DIST_LIB, "StrategyV1.make_dataset_iterator")),
@@ -178,7 +181,9 @@ RECORDS = (
                 kind=KIND_METHOD, name="experimental_run",
                 hook=calls(f"{_V1}.experimental_run", f"{_TF_V1}.experimental_run"),
                 eras=("1.15",), removed_in="2.0",
-                replacement="strategy.run(fn, args=(next(iterator),))",
+                replacement="strategy.run(fn, args=(next(iterator),)); in a TF 1.x graph "
+                            "strategy.run(fn, args=(iterator.get_next(),))",
+                rewrite=graph_loop("run(fn, args=(iterator.get_next(),))"),
                 note="Needs the iterator rewritten too (see TPC009).",
                 probe=(_DIST_LIB, "StrategyV1.experimental_run")),
         LegacyAPI(
@@ -249,6 +254,7 @@ RECORDS = (
                 eras=("1.15",), removed_in="2.0",
                 replacement="the iterator's initializer property in graph mode; nothing "
                                         "in TF2",
+                rewrite=graph_loop("initializer"),
                 note="Distributed iterators in TF2 need no initialization.",
                 probe=("tensorflow.python.distribute.v1.input_lib", "DistributedIteratorV1.initialize")),
         LegacyAPI(

@@ -25,7 +25,7 @@ __all__ = ["ERAS", "KIND_SYMBOL", "KIND_METHOD", "KIND_ARGUMENT", "KIND_ATTRIBUT
            "REWRITE_RENAME_METHOD", "REWRITE_ADD_KEYWORD", "REWRITE_REPLACE_CALL",
            "REWRITE_REPLACE_SYMBOL", "REWRITE_RENAME_KEYWORD", "REWRITE_REPLACE_MODULE",
            "REWRITE_DROP_IMPORT", "REWRITE_TF2_STRATEGY", "REWRITE_CALL_TO_METHOD",
-           "drop_import", "tf2_strategy", "call_to_method",
+           "REWRITE_GRAPH_LOOP", "drop_import", "tf2_strategy", "call_to_method", "graph_loop",
            "REWRITE_KINDS", "Rewrite", "rename_method", "add_keyword", "replace_call",
            "replace_symbol", "rename_keyword", "replace_module", "LegacyAPI", "present_in_installed"]
 
@@ -163,9 +163,11 @@ REWRITE_REPLACE_MODULE = "replace_module"  # from <legacy package>.m import x ->
 REWRITE_DROP_IMPORT = "drop_import"        # an import whose every use was rewritten goes
 REWRITE_TF2_STRATEGY = "tf2_strategy"      # the TF 1.15 class built for Keras -> <to>(resolver)
 REWRITE_CALL_TO_METHOD = "call_to_method"  # f(obj, x) -> obj.<to>(x, <value>)
+REWRITE_GRAPH_LOOP = "graph_loop"          # TF 1.15's iterator loop -> its TF 2 graph-mode form
 REWRITE_KINDS = (REWRITE_RENAME_METHOD, REWRITE_ADD_KEYWORD, REWRITE_REPLACE_CALL,
                  REWRITE_REPLACE_SYMBOL, REWRITE_RENAME_KEYWORD, REWRITE_REPLACE_MODULE,
-                 REWRITE_DROP_IMPORT, REWRITE_TF2_STRATEGY, REWRITE_CALL_TO_METHOD)
+                 REWRITE_DROP_IMPORT, REWRITE_TF2_STRATEGY, REWRITE_CALL_TO_METHOD,
+                 REWRITE_GRAPH_LOOP)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -231,6 +233,13 @@ def call_to_method(to, value):
     """``f(obj, x)`` -> ``obj.<to>(x, <value>)``: a function of an object
     becomes the object's method (``value``: keyword arguments added)."""
     return Rewrite(REWRITE_CALL_TO_METHOD, to, value=value)
+
+
+def graph_loop(to):
+    """A piece of TF 1.15's graph-mode input loop (``make_dataset_iterator``,
+    ``experimental_run``, ``initialize()``) becomes ``to``, its TF 2.21 graph-mode
+    form, in a module that runs a graph."""
+    return Rewrite(REWRITE_GRAPH_LOOP, to)
 
 
 @dataclasses.dataclass(frozen=True)

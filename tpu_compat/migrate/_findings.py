@@ -60,6 +60,8 @@ class Site:
         how that name is used: ``(attribute, called)`` per use (``("scope",
         True)`` for ``s.scope()``, ``(None, False)`` for ``f(s)``); None when
         the result is not assigned to a plain name.
+    graph: (methods) the module runs a TF 1.x graph: it disables eager
+        execution or names a ``tf.Session`` (or a monitored one).
     single_name: a ``from`` import that imports only this name.
     run_call: for ``experimental_run_v2(...)`` calls, a :class:`RunCall`.
     todo_note: why this finding needs a person although its rule has a rewrite.
@@ -81,6 +83,7 @@ class Site:
     uses: List[Tuple[str, object]] = dataclasses.field(default_factory=list)
     use_names: List[object] = dataclasses.field(default_factory=list)
     result_uses: Optional[List[Tuple[Optional[str], bool]]] = None
+    graph: bool = False
     single_name: bool = False
     import_statement: object = None
     run_call: Optional[RunCall] = None

@@ -44,6 +44,9 @@ from tpu_compat.migrate._findings import HIGH, LOW, Finding, RunCall, Site
 __all__ = ["Analysis", "analyze", "dotted"]
 
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+# TF 1.x sessions: a module that names one runs its graph with it.
+_SESSIONS = frozenset({"Session", "InteractiveSession", "MonitoredSession",
+                       "MonitoredTrainingSession", "SingularMonitoredSession"})
 _LOOPS = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _FUNCTIONS = (cst.FunctionDef, cst.Lambda)
 
@@ -213,6 +216,7 @@ class _Collector(cst.CSTVisitor):
         self._legacy_names = set()                 # names bound by legacy `from` imports
         self.deleted: Dict[int, Set[str]] = {}     # id(scope) -> names a `del` there unbinds
         self.makes_iterators = False               # calls make_dataset_iterator & co.
+        self.uses_session = False                  # names tf.Session & co. (a graph program)
 
     def _scope(self, node):
         return self.scopes.get(node)
@@ -397,6 +401,8 @@ class _Collector(cst.CSTVisitor):
     def visit_Attribute(self, node):
         self.attribute_of[id(node.value)] = node
         attr = node.attr.value
+        if attr in _SESSIONS:
+            self.uses_session = True
         if attr in _rules.METHOD_RULES or attr in _rules.ATTRIBUTE_RULES:
             self._add("member", node, call=self.callees.get(id(node)))
         if attr in _rules.SYMBOL_LAST_NAMES:
@@ -773,7 +779,8 @@ class _Evaluator:
             return
         site = Site("method", node=node, statement=candidate.statement, call=call,
                     receiver_pure=dotted(node.value) is not None,
-                    visible=self.visible_modules(candidate.scope, candidate.seq))
+                    visible=self.visible_modules(candidate.scope, candidate.seq),
+                    graph=self._graph_mode or self.c.uses_session)
         if call is not None:
             site.positional = len(_positional(call))
             site.keywords = tuple(_keywords(call))

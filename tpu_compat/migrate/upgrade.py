@@ -99,10 +99,12 @@ class _Planner:
     def plan(self):
         # Arguments last: whether `device_assignment=` may be renamed depends
         # on whether the constructor naming it is rewritten; an import is
-        # dropped only after every use of it is rewritten.
+        # dropped only after every use of it is rewritten, a strategy class
+        # swapped only after its loop.
         ordered = sorted(self.findings, key=lambda f: (
             rewrites.drop_import.dropped_last(f),
-            f.site is not None and f.site.kind in ("keyword", "positional")))
+            f.site is not None and f.site.kind in ("keyword", "positional"),
+            rewrites.tf2_strategy.after_its_loop(f)))
         for finding in ordered:
             self._plan_one(finding)
         return [self.outcomes[id(f)] for f in self.findings]

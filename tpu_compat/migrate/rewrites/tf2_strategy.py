@@ -12,8 +12,12 @@ class's ``steps_per_run`` only set how many steps one host call ran (TF 1.15's
 keras/engine/training_distributed.py, ``experimental_tpu_fit_loop``), not what
 they computed. tf_keras' graph-mode Keras (``--tf1``, ``disable_v2_behavior``)
 accepts TF 2's class and has no ``steps_per_execution``, so ``steps_per_run``
-goes rather than becoming one. Any other use of the object (``experimental_run``,
-``make_dataset_iterator``, ``extended``, passing it on) keeps the TODO.
+goes rather than becoming one. A TF 1.x graph program's loop on the object
+(``make_dataset_iterator``, ``experimental_run``, ``reduce``) counts too once
+``graph_loop`` rewrote all of it (the file is written only with all of it):
+TF 2's class runs that graph-mode form with the same numbers. Any other use
+(``extended``, ``experimental_run_steps_on_iterator``, passing the strategy
+on) keeps the TODO.
 """
 
 import functools
@@ -34,7 +38,14 @@ KERAS_USES = frozenset({("scope", True), ("num_replicas_in_sync", False)})
 # device_assignment=None) (tensorflow/python/distribute/tpu_strategy.py, r1.15),
 # and what each argument becomes in TF 2's TPUStrategy(tpu_cluster_resolver=None,
 # experimental_device_assignment=None): None means it goes.
+# The graph-mode loop of the TF 1.15 class, once graph_loop rewrote it: what
+# the object is then used for, all of which TF 2's class has (in graph mode).
+_GRAPH_LOOP_RULES = frozenset({"TPC009", "TPC011", "TPC018"})
+_LOOP_USES = frozenset({("experimental_distribute_dataset", True), ("make_dataset_iterator", True),
+                        ("experimental_run", True), ("run", True), ("reduce", True),
+                        ("experimental_local_results", True), ("unwrap", True)})
 _V1 = "tensorflow.compat.v1"
+_EXPERIMENTAL, _V1_CLASS = "TPC005", "TPC017"  # tf.distribute.experimental's and compat.v1's
 _PARAMETERS = ("tpu_cluster_resolver", "steps_per_run", "device_assignment")
 _NEW_KEYWORD = {"tpu_cluster_resolver": "tpu_cluster_resolver", "steps_per_run": None,
                 "device_assignment": "experimental_device_assignment"}
@@ -49,6 +60,12 @@ def plan(planner, finding, rewrite):
         return "the strategy is not assigned to a name whose uses can be followed"
     other = sorted({use for use in site.result_uses if use not in KERAS_USES},
                    key=str)
+    loop = [f for f in planner.findings if f.rule in _GRAPH_LOOP_RULES]
+    if other and loop and all(planner.edit_of(f.site) is not None for f in loop):
+        # The graph-mode loop was rewritten to what TF 2's class has.
+        other = [use for use in other if use not in _LOOP_USES]
+    else:
+        loop = []
     if other:
         used = ", ".join(f".{a}" if a else "passed or rebound" for a, _ in other)
         return (f"the strategy is used beyond Keras' scope() and num_replicas_in_sync "
@@ -72,11 +89,33 @@ def plan(planner, finding, rewrite):
     spelled = imports.spell(target, visible, prefer=(root,), through_v2=True)
     if spelled is None:
         return f"cannot name {imports.table_name(target)} from this module's imports"
-    edit = Edit(call, cst.Call, functools.partial(_construct, spelled, arguments), KIND)
+    edit = Edit(call, cst.Call, functools.partial(_construct, spelled, arguments), KIND,
+                requires=tuple(planner.edit_of(f.site).node for f in loop) or None)
     planner.edit(finding, edit)
     for steps in others:
         planner.cover(steps, edit, "steps_per_run dropped: Keras computes the same without it")
     return None
+
+
+def after_its_loop(finding):
+    """Sort key: the TF 1.15 class's constructors (this kind's, and the
+    experimental name given ``steps_per_run``) are planned after the other
+    findings of the module (its graph-mode loop), arguments aside."""
+    rewrite = finding.record.rewrite
+    return bool(rewrite is not None and rewrite.kind == KIND) or finding.rule == _EXPERIMENTAL
+
+
+def steps_only(planner, finding):
+    """Whether ``finding``'s call has ``steps_per_run`` (TPC007) findings and no other."""
+    others = [f for f in planner.findings if f is not finding and f.site is not None
+              and f.site.call is finding.site.call]
+    return bool(others) and all(f.rule == _rules.STEPS_PER_RUN.rule for f in others)
+
+
+def plan_tf1_class(planner, finding):
+    """Plans the experimental name called with ``steps_per_run`` (the TF 1.15
+    class by its arguments) as this kind does the compat.v1 name."""
+    return plan(planner, finding, legacy_api.get(_V1_CLASS).rewrite)
 
 
 def _arguments(call):
