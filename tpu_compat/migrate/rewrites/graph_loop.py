@@ -25,6 +25,7 @@ from tpu_compat.migrate.rewrites._edit import Edit
 __all__ = ["KIND", "plan"]
 
 KIND = legacy_api.REWRITE_GRAPH_LOOP
+_STEPS_ON_ITERATOR = "TPC012"
 
 
 def plan(planner, finding, rewrite):
@@ -65,6 +66,10 @@ def _plan_iterator(planner, finding, call):
     # TF 1.15: make_dataset_iterator(self, dataset).
     if _only(call, ("dataset",)) is None:
         return "only make_dataset_iterator(dataset) is rewritten"
+    if any(f.rule == _STEPS_ON_ITERATOR for f in planner.findings):
+        # Its loop (MultiStepContext) needs the TF 2 form first; the iterator
+        # it is fed stays the one it was written for.
+        return "the module runs experimental_run_steps_on_iterator, which needs the TF 2 loop first"
     planner.edit(finding, Edit(call, cst.Call, _iterator, KIND))
     return None
 
