@@ -161,10 +161,10 @@ RECORDS = (
                 kind=KIND_METHOD, name="make_dataset_iterator",
                 hook=calls(f"{_V1}.make_dataset_iterator", f"{_TF_V1}.make_dataset_iterator"),
                 eras=("1.15",), removed_in="2.0",
-                replacement="iter(strategy.experimental_distribute_dataset(dataset)); in a "
-                            "TF 1.x graph strategy.experimental_distribute_dataset(dataset)"
-                            ".make_initializable_iterator()",
-                rewrite=graph_loop("experimental_distribute_dataset(dataset).make_initializable_iterator()"),
+                replacement="iter(strategy.experimental_distribute_dataset(dataset))",
+                # In a TF 1.x graph: ...experimental_distribute_dataset(dataset)
+                # .make_initializable_iterator() (rewrites/graph_loop.py).
+                rewrite=graph_loop("experimental_distribute_dataset"),
                 note="Graph-mode initializable iterators have no TF2 equivalent; the "
                           "loop around them must change.",
                 probe=(_DIST_LIB, "StrategyV1.make_dataset_iterator")),
@@ -181,9 +181,9 @@ RECORDS = (
                 kind=KIND_METHOD, name="experimental_run",
                 hook=calls(f"{_V1}.experimental_run", f"{_TF_V1}.experimental_run"),
                 eras=("1.15",), removed_in="2.0",
-                replacement="strategy.run(fn, args=(next(iterator),)); in a TF 1.x graph "
-                            "strategy.run(fn, args=(iterator.get_next(),))",
-                rewrite=graph_loop("run(fn, args=(iterator.get_next(),))"),
+                replacement="strategy.run(fn, args=(next(iterator),))",
+                # In a TF 1.x graph: strategy.run(fn, args=(iterator.get_next(),)).
+                rewrite=graph_loop("run"),
                 note="Needs the iterator rewritten too (see TPC009).",
                 probe=(_DIST_LIB, "StrategyV1.experimental_run")),
         LegacyAPI(
