@@ -10,11 +10,14 @@ import configparser
 import importlib.metadata
 import os
 import textwrap
+import types
 import xml.etree.ElementTree as ElementTree
 
 import pytest
 
 from conftest import REPO_ROOT, process_gone
+from tpu_compat import _config, _pytest_child, settings
+from tpu_compat import pytest_plugin as plugin
 
 pytest_plugins = ["pytester"]
 
@@ -126,11 +129,47 @@ def test_loads_without_tensorflow_and_shows_its_options(run):
     """)
     result.assert_outcomes(passed=1)
     help_text = run("", "--help").stdout.str()
-    for option in ("--tpu-compat-replicas=N", "--tpu ", "--tpu-compat-warnings=POLICY",
+    # One option per settings row that names one (tpu_compat/settings.py).
+    for setting in settings.pytest_rows():
+        shown = (f"{setting.pytest_option} " if setting.pytest_const is not None else
+                 f"{setting.pytest_option}={setting.metavar or setting.name.upper()}")
+        assert shown in help_text
+    for option in ("--tpu-compat-replicas=N", "--tpu ", "--tpu-compat-warnings=WARNINGS",
                    "--tpu-compat-child-timeout=SECONDS", "--tpu-compat-fidelity=FIDELITY",
                    "--tpu-compat-numerics=NUMERICS"):
         assert option in help_text
     assert "--tpu-compat-report-to" not in help_text
+
+
+@pytest.fixture
+def probe_row(monkeypatch):
+    """A settings row the plugin has never heard of, with a pytest option."""
+    row = settings.Setting(
+        "probe", "TPU_COMPAT_PROBE_OF_TEST_PYTEST_PLUGIN", _config.any_text,
+        {settings.PYTEST: None}, values="text", meaning="a row only this test has",
+        summary="probe", pytest_option="--tpu-compat-probe")
+    monkeypatch.setattr(settings, "ROWS", settings.ROWS + (row,))
+    monkeypatch.setitem(settings._BY_NAME, row.name, row)  # pylint: disable=protected-access
+    saved = dict(os.environ)  # pytest_configure exports into os.environ
+    yield row
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+def test_a_new_settings_row_gets_an_option_an_export_and_a_child_flag(pytester, probe_row):
+    # Issue #32: the options and exports are walked from the rows, not written
+    # out in the plugin; this row is added without touching the plugin.
+    os.environ.pop(probe_row.variable, None)
+    config = pytester.parseconfigure(*PLUGIN_ARGS, "--tpu-compat-probe=given")
+    assert config.getoption("tpu_compat_probe") == "given"
+    assert plugin.resolve(config).probe == "given"
+    assert os.environ[probe_row.variable] == "given"  # exported, as run exports flags
+    item = types.SimpleNamespace(config=config, nodeid="t.py::test_x", path="t.py")
+    command = _pytest_child.child_command(item, 2, "reports.jsonl", "basetemp")
+    assert command[command.index("--tpu-compat-probe") + 1] == "given"
+    assert command[command.index("--tpu-compat-replicas") + 1] == "2"
+    help_text = config._parser.optparser.format_help()  # pylint: disable=protected-access
+    assert "--tpu-compat-probe=PROBE" in help_text and "probe (default: " in help_text
 
 
 def test_bad_marker_arguments_are_a_collection_error(run):

@@ -92,15 +92,22 @@ def child_command(item, count, report_path, basetemp):
     option = config.option
     command = [sys.executable, "-m", "pytest", _test_argument(item), "-p", _plugin_name(config),
                "--rootdir", str(config.rootpath), "--basetemp", basetemp,
-               "--tpu-compat-replicas", str(count), _REPORT_TO, report_path,
+               settings.row("num_replicas").pytest_option, str(count), _REPORT_TO, report_path,
                # The parent owns the cache (lastfailed) and the distribution.
                "-p", "no:cacheprovider", "-q"]
     if config.inipath is not None:
         command += ["-c", str(config.inipath)]
     if config.pluginmanager.hasplugin("xdist"):
         command += ["-n", "0"]
-    if config.getoption("tpu_compat_warnings"):
-        command += ["--tpu-compat-warnings", config.getoption("tpu_compat_warnings")]
+    # The settings rows' options the parent was given (the replica count is
+    # the child's own): their exports reach the child through the environment
+    # anyway, but an option can do more (--tpu-compat-warnings's test filters).
+    for setting in settings.pytest_rows():
+        given = config.getoption(setting.pytest_dest)
+        if given is None or setting.name == "num_replicas":
+            continue
+        command += [setting.pytest_option] if setting.pytest_const is not None else [
+            setting.pytest_option, str(given)]
     for plugin in getattr(option, "plugins", None) or ():
         if plugin != _plugin_name(config):
             command += ["-p", plugin]

@@ -47,53 +47,33 @@ MARKER = pytest_marker.MARKER
 # in every test's fixture closure, which pytest requires of a parameter name.
 _REPLICAS_PARAM = pytest_marker.REPLICAS_PARAM
 _CATEGORY_PATH = "tpu_compat.TPUCompatDeprecationWarning"
-# The settings the plugin resolves when pytest starts (the others are read by
-# tpu_compat.install() and the fixtures, as in any program).
-# num_hosts: read here only to refuse a bad value before any test runs (issue 33).
-_SETTINGS = ("backend", "num_replicas", "num_hosts")
+# Besides the rows that have a pytest option: num_hosts, resolved only to
+# refuse a bad value before any test runs (issue 33).
+_ALSO_RESOLVED = ("num_hosts",)
 
 
-def _option(name):
-    """The pytest option of setting ``name`` (tpu_compat/settings.py), as a dest."""
-    return settings.row(name).pytest_option.lstrip("-").replace("-", "_")
+def options_given(config):
+    """``{row name: raw value or None}`` of every settings row's pytest option.
 
-
-def _option_help(name, text):
-    """``text`` and the setting's default here, from the table."""
-    setting = settings.row(name)
-    return (f"{text} (default: ${setting.variable}, else "
-            f"{setting.default_text(settings.PYTEST)})")
+    The rows decide which options there are (tpu_compat/settings.py,
+    ``pytest_option``): none is listed here by hand.
+    """
+    return {setting.name: config.getoption(setting.pytest_dest)
+            for setting in settings.pytest_rows()}
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("tpu_compat",
                             "tpu_compat: legacy TPU code on an emulated or real TPU")
-    group.addoption(
-        settings.row("num_replicas").pytest_option, metavar="N", default=None,
-        help=_option_help("num_replicas", "cores of the emulated TPU this process tests "
-                          "on; tests marked tpu_replicas with other counts run in "
-                          "child processes"))
-    group.addoption(
-        settings.row("backend").pytest_option, action="store_true", default=False,
-        help="test on a real TPU (the one TPU_NAME names, or the local TPU VM); "
-             "also implied by TPU_NAME")
-    group.addoption(
-        settings.row("warnings").pytest_option, metavar="POLICY", default=None,
-        choices=settings.WARNING_POLICIES,
-        help="policy for TPUCompatDeprecationWarning in tests: "
-             "once, always, error (every legacy-API use fails its test), ignore")
-    group.addoption(
-        settings.row("fidelity").pytest_option, metavar="FIDELITY", default=None,
-        choices=settings.FIDELITY_CHOICES,
-        help=_option_help("fidelity", "how faithfully the emulated TPU models a TPU's "
-                          "compiler: tpu (each replica step checked as TF's TPU "
-                          "compiler would) or cpu"))
-    group.addoption(
-        settings.row("numerics").pytest_option, metavar="NUMERICS", default=None,
-        choices=settings.NUMERICS_CHOICES,
-        help=_option_help("numerics", "the emulated TPU's matmul and convolution "
-                          "precision: tpu (float32 operands rounded to bfloat16 in "
-                          "replica steps, as a TPU does) or exact"))
+    # One option per settings row that names a pytest option, its help the row's.
+    for setting in settings.pytest_rows():
+        if setting.pytest_const is not None:
+            kind = {"action": "store_const", "const": setting.pytest_const}
+        else:
+            kind = {"metavar": setting.metavar or setting.name.upper(),
+                    "choices": setting.choices}
+        group.addoption(setting.pytest_option, dest=setting.pytest_dest, default=None,
+                        help=setting.pytest_help(), **kind)
     group.addoption(
         "--tpu-compat-child-timeout", metavar="SECONDS", default=None,
         help=f"time limit of each child pytest process running a tpu_replicas test "
@@ -106,6 +86,16 @@ def pytest_addoption(parser):
     _pytest_child.add_internal_options(group)
 
 
+def resolve(config):
+    """The plugin's settings: every pytest option's row, each option winning over
+    its variable, validated once (a bad value is a usage error naming it)."""
+    names = [setting.name for setting in settings.pytest_rows()] + list(_ALSO_RESOLVED)
+    try:
+        return settings.resolve(settings.PYTEST, flags=options_given(config), names=names)
+    except _config.ConfigError as error:
+        raise pytest.UsageError(str(error)) from None
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",
@@ -113,29 +103,16 @@ def pytest_configure(config):
         f"count, each in a process whose devices are configured for that count; "
         f"hosts=H: on an emulated pod slice of H hosts (worker processes)")
     _pytest_child.register_forwarder(config)
-    layout = _Layout.from_config(config)
-    config.stash[_LAYOUT_KEY] = layout
+    chosen = resolve(config)
+    config.stash[_LAYOUT_KEY] = _Layout.from_settings(chosen)
     config.stash[_CHILD_TIMEOUT_KEY] = _child_timeout(config)
-    # Make tpu_compat.install() and `tpu-compat run` inside the tests agree
-    # with the fixtures; set only what the user asked for on the command line.
-    if config.getoption(_option("num_replicas")) is not None:
-        os.environ[settings.REPLICAS_VAR] = str(layout.replicas)
-    if config.getoption(_option("backend")):
-        os.environ[settings.BACKEND_VAR] = "tpu"
-    # The fixtures read the variable when a step is traced, the children
-    # inherit it: one setting for both. Unset, it is the plugin's default.
-    fidelity = settings.row("fidelity")
-    chosen_fidelity = config.getoption(_option("fidelity"))
-    if chosen_fidelity is not None:
-        os.environ[fidelity.variable] = chosen_fidelity
-    elif not fidelity.given_in(os.environ):
-        os.environ[fidelity.variable] = fidelity.default(settings.PYTEST)
-    chosen_numerics = config.getoption(_option("numerics"))
-    if chosen_numerics is not None:
-        os.environ[settings.NUMERICS_VAR] = chosen_numerics
-    policy = config.getoption(_option("warnings"))
+    # tpu_compat.install() and `tpu-compat run` inside the tests, the fixtures
+    # (which read a variable when a step is traced) and the children read the
+    # environment: export what the options gave, and the plugin's exported
+    # defaults (fidelity tpu), as `tpu-compat run` exports its flags.
+    settings.export(chosen)
+    policy = config.getoption(settings.row("warnings").pytest_dest)
     if policy is not None:
-        os.environ[settings.WARNINGS_VAR] = policy
         deprecation.apply_policy(policy)
         # pytest resets the warning filters around every collection and test
         # and would record (swallow) our warnings; an ini filter is re-applied
@@ -153,16 +130,10 @@ class _Layout:
         self.backend_kind = backend_kind
 
     @classmethod
-    def from_config(cls, config):
-        try:
-            chosen = settings.resolve(
-                settings.PYTEST, names=_SETTINGS,
-                flags={"num_replicas": config.getoption(_option("num_replicas"))})
-        except _config.ConfigError as error:
-            raise pytest.UsageError(str(error)) from None
+    def from_settings(cls, chosen):
+        """The layout ``chosen`` (the plugin's resolved settings) asks for."""
         requested = chosen.backend
-        real_tpu = (config.getoption(_option("backend")) or requested == "tpu"
-                    or bool(os.environ.get("TPU_NAME", "").strip()))
+        real_tpu = requested == "tpu" or bool(os.environ.get("TPU_NAME", "").strip())
         if real_tpu:
             kind = "tpu"
         else:
@@ -285,7 +256,7 @@ def pytest_runtest_protocol(item, nextitem):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    policy = item.config.getoption("tpu_compat_warnings")
+    policy = item.config.getoption(settings.row("warnings").pytest_dest)
     if policy is not None:
         # Inside pytest's per-test catch_warnings, after the test's own
         # filterwarnings marks: a blanket ignore::DeprecationWarning in the

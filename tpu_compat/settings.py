@@ -32,7 +32,8 @@ from tpu_compat.settings_schema import (  # pylint: disable=unused-import
     Computed, FrozenError, Setting, Settings)
 
 __all__ = ["ENTRY_POINTS", "LIBRARY", "MIGRATE", "PYTEST", "REGRESS", "ROWS", "RUN", "Setting",
-           "Settings", "add_flags", "export", "read", "resolve", "row"]
+           "Settings", "add_flags", "export", "flag_rows", "flags_given", "pytest_rows", "read",
+           "resolve", "row"]
 
 # A v2-8 / v3-8 slice has 8 cores: what the emulated TPU has unless told.
 DEFAULT_EMULATED_REPLICAS = 8
@@ -78,14 +79,18 @@ ROWS = (
                 "CPU emulation whatever accelerators the machine has, so golden files "
                 "check anywhere",
         summary="hardware", flag="--backend", flag_entries=(RUN, REGRESS),
-        choices=("auto", "tpu", "gpu", "cpu"), pytest_option="--tpu"),
+        choices=("auto", "tpu", "gpu", "cpu"), pytest_option="--tpu", pytest_const="tpu",
+        pytest_summary="test on a real TPU (the one TPU_NAME names, or the local TPU VM); "
+                       "also implied by TPU_NAME"),
     Setting(
         "num_replicas", "TPU_COMPAT_NUM_REPLICAS", _config.replica_count,
         {RUN: None, REGRESS: DEFAULT_EMULATED_REPLICAS, PYTEST: DEFAULT_EMULATED_REPLICAS,
          LIBRARY: None},
         values=f"int, 1 to {_config.MAX_REPLICAS}", meaning="emulated TPU cores",
         summary="emulated TPU cores", flag="--replicas", flag_entries=(RUN, REGRESS),
-        metavar="N", pytest_option="--tpu-compat-replicas", show=_replicas_text),
+        metavar="N", pytest_option="--tpu-compat-replicas", show=_replicas_text,
+        pytest_summary="cores of the emulated TPU this process tests on; tests marked "
+                       "tpu_replicas with other counts run in child processes"),
     Setting(
         "num_hosts", "TPU_COMPAT_NUM_HOSTS", _config.positive_int,
         {RUN: None, PYTEST: None, LIBRARY: None},
@@ -104,7 +109,9 @@ ROWS = (
                 "(`--fidelity tpu`'s lint); `error` makes CI fail on any legacy API",
         summary="legacy-API warning policy", flag="--warnings", flag_entries=(RUN,),
         choices=("once", "always", "error", "ignore"),
-        pytest_option="--tpu-compat-warnings", show=_unset_as("once")),
+        pytest_option="--tpu-compat-warnings", show=_unset_as("once"),
+        pytest_summary="policy for TPUCompatDeprecationWarning in tests: once, always, "
+                       "error (every legacy-API use fails its test), ignore"),
     Setting(
         "strict", "TPU_COMPAT_STRICT", _choices(("auto", "on", "off")),
         {RUN: "auto", LIBRARY: "auto"},
@@ -139,6 +146,8 @@ ROWS = (
                 "compiler would",
         flag="--fidelity", flag_entries=(RUN, REGRESS), choices=("cpu", "tpu"),
         metavar=None, pytest_option="--tpu-compat-fidelity",
+        pytest_summary="how faithfully the emulated TPU models a TPU's compiler: tpu "
+                       "(each replica step checked as TF's TPU compiler would) or cpu",
         exported_by=(RUN, PYTEST)),
     Setting(
         "numerics", "TPU_COMPAT_NUMERICS", _choices(("exact", "tpu")),
@@ -152,7 +161,10 @@ ROWS = (
         summary="tpu: round float32 matmul/conv operands in replica steps to bfloat16 "
                 "as a TPU does",
         flag="--numerics", flag_entries=(RUN, REGRESS), choices=("exact", "tpu"),
-        pytest_option="--tpu-compat-numerics"),
+        pytest_option="--tpu-compat-numerics",
+        pytest_summary="the emulated TPU's matmul and convolution precision: tpu (float32 "
+                       "operands rounded to bfloat16 in replica steps, as a TPU does) or "
+                       "exact"),
     Setting(
         "numerics_ops", "TPU_COMPAT_NUMERICS_OPS", _config.step_and_file,
         {RUN: None, LIBRARY: None},
@@ -350,6 +362,11 @@ def flag_rows(entry, names=None):
     """The rows whose flag ``entry``'s commands take (of ``names``), table order."""
     return [setting for setting in ROWS if entry in setting.flag_entries
             and (names is None or setting.name in names)]
+
+
+def pytest_rows():
+    """The rows the pytest plugin takes an option for, table order."""
+    return [setting for setting in ROWS if setting.pytest_option]
 
 
 def flags_given(args, entry, names=None):

@@ -62,12 +62,13 @@ class Setting(_Frozen):
     """One row: a setting, where it can be given, and its defaults."""
 
     __slots__ = ("name", "variable", "parse", "defaults", "values", "meaning", "summary",
-                 "flag", "flag_entries", "metavar", "choices", "pytest_option", "show",
-                 "exported_by", "blank_is_unset")
+                 "flag", "flag_entries", "metavar", "choices", "pytest_option",
+                 "pytest_summary", "pytest_const", "show", "exported_by", "blank_is_unset")
 
     def __init__(self, name, variable, parse, defaults, *, values, meaning, summary="",
                  flag=None, flag_entries=(), metavar=None, choices=None,
-                 pytest_option=None, show=str, exported_by=(), blank_is_unset=True):
+                 pytest_option=None, pytest_summary="", pytest_const=None, show=str,
+                 exported_by=(), blank_is_unset=True):
         """
         Args:
           name: the attribute of :class:`Settings`.
@@ -79,7 +80,11 @@ class Setting(_Frozen):
           summary: the flag's --help explanation.
           flag, flag_entries: the flag, and the entry points whose commands take it.
           metavar, choices: argparse's, for the flag.
-          pytest_option: the pytest plugin's option for it.
+          pytest_option: the pytest plugin's option for it; the plugin adds an
+            option for each row that has one, and exports what it resolved.
+          pytest_summary: the option's --help explanation (default: summary).
+          pytest_const: the raw value the pytest option stands for when it
+            takes no value (``--tpu``: backend ``tpu``); None: it takes one.
           show: how a value reads in --help, doctor and README.
           exported_by: entry points that set the variable to their default when
             it is unset, so the program's library code (and the processes it
@@ -91,7 +96,8 @@ class Setting(_Frozen):
                    defaults=types.MappingProxyType(dict(defaults)), values=values,
                    meaning=meaning, summary=summary, flag=flag,
                    flag_entries=tuple(flag_entries), metavar=metavar, choices=choices,
-                   pytest_option=pytest_option, show=show,
+                   pytest_option=pytest_option, pytest_summary=pytest_summary or summary,
+                   pytest_const=pytest_const, show=show,
                    exported_by=tuple(exported_by), blank_is_unset=blank_is_unset)
 
     def __repr__(self):
@@ -148,6 +154,18 @@ class Setting(_Frozen):
         """The flag's --help line for ``entry``'s commands."""
         return (f"{self.summary} (default: ${self.variable}, else "
                 f"{self.default_text(entry)})")
+
+    @property
+    def pytest_dest(self):
+        """Where pytest stores the row's option (``config.getoption``'s name)."""
+        return self.pytest_option.lstrip("-").replace("-", "_")
+
+    def pytest_help(self):
+        """The pytest option's --help line."""
+        if self.pytest_const is not None:
+            return f"{self.pytest_summary} (sets ${self.variable} to {self.pytest_const})"
+        return (f"{self.pytest_summary} (default: ${self.variable}, else "
+                f"{self.default_text(PYTEST)})")
 
 
 class Settings(_Frozen):
