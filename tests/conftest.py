@@ -172,7 +172,7 @@ def subprocess_env(**overrides):
 # once (tests/fork_server.py says what a child gets, and which requests go
 # fresh): the server's socket is exported to os.environ, so the children of
 # children (a forked `tpu-compat run`'s pod workers, say) find it too, and
-# run_cli forks `tpu-compat run`, doctor and matrix through it. Tests marked
+# run_cli forks `tpu-compat run` and matrix through it. Tests marked
 # fresh_process start every process afresh: the claims about how a process
 # starts. TPU_COMPAT_TEST_FORK_SERVER=0 turns the server off.
 _fork_server = None
@@ -204,7 +204,7 @@ def _fork_server_or_fresh_process(request):
 def run_cli(*args, env=None, cwd=None, timeout=600):
     """Runs ``python -m tpu_compat ARGS``; returns the CompletedProcess.
 
-    ``run``, ``doctor`` and ``matrix`` are forked by the fork server where it
+    ``run`` and ``matrix`` are forked by the fork server where it
     will (``fork_server.forkable``); their children, wherever they are.
     """
     env = subprocess_env(**(env or {}))
