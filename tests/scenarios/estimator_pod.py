@@ -206,20 +206,13 @@ def survey(cluster):
 
 
 def report_pod_workers():
-    """The pod's worker processes (this process's children), for the test to
-    check that none survives it."""
-    children = []
-    for thread in os.listdir("/proc/self/task"):
-        with open("/proc/self/task/%s/children" % thread) as handle:
-            children += handle.read().split()
-    for pid in sorted(set(children), key=int):
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as handle:
-                command = handle.read()
-        except OSError:
-            continue
-        if b"tpu_compat.pod.worker" in command:
-            print("pod_worker_pid_%s: %s" % (pid, pid))
+    """The pod's worker processes, for the test to check that none survives it.
+
+    Asked of the launcher, not read from /proc: under the test suite's fork
+    server a worker is the server's child and has the server's command line."""
+    from tpu_compat.pod import launch  # pylint: disable=import-outside-toplevel
+    for pid in sorted(launch.worker_pids()):
+        print("pod_worker_pid_%s: %s" % (pid, pid))
 
 
 if __name__ == "__main__":
