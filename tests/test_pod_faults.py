@@ -247,10 +247,12 @@ def _no_native_log(stderr):
 
 def test_worker_that_never_comes_up_is_named_and_stopped(tmp_path):
     # A real cause: a worker needs seconds to import TensorFlow, more than the
-    # 0.5 s this pod grants it.
+    # 0.5 s this pod grants it. Without the fork server (a forked worker has
+    # TensorFlow imported already and comes up in time): fresh, as users run.
     start = time.monotonic()
     result = run_cli("run", "--hosts", "2", "--replicas", "4", LONG_TRAINING,
-                     env={"TPU_COMPAT_POD_TIMEOUT": "0.5"}, cwd=str(tmp_path))
+                     env={"TPU_COMPAT_POD_TIMEOUT": "0.5", fork_server.SOCKET_VAR: None},
+                     cwd=str(tmp_path))
     elapsed = time.monotonic() - start
     assert_one_error_line(result, "did not come up within TPU_COMPAT_POD_TIMEOUT=0.5 s")
     message = result.stderr.strip().splitlines()[-1]
