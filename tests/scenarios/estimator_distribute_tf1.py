@@ -69,7 +69,7 @@ def model_fn(features, labels, mode):
         eval_metric_ops = {
             "mae": tf.metrics.mean_absolute_error(labels, prediction),
             "mean_prediction": tf.metrics.mean(prediction),
-            "threshold_accuracy": tf.metrics.accuracy(labels > 0.5, prediction > 1.0),
+            "overshoot_rate": tf.metrics.mean(tf.to_float(prediction > labels)),
         }
         return tf.estimator.EstimatorSpec(mode, loss=loss, eval_metric_ops=eval_metric_ops)
     global_step = tf.train.get_or_create_global_step()
@@ -98,7 +98,7 @@ def train_and_evaluate(name, train_distribution, eval_distribution, batch_scale)
         eval_results = estimator.evaluate(input_fn=lambda: input_fn(EVAL, eval_batch),
                                           steps=FLAGS.eval_steps)
         tf.logging.info("Eval results: %s" % eval_results)
-    for key in ("loss", "mae", "mean_prediction", "threshold_accuracy", "global_step"):
+    for key in ("loss", "mae", "mean_prediction", "overshoot_rate", "global_step"):
         print("%s_eval_%s: %r" % (name, key, float(eval_results[key])))
     for index, value in enumerate(estimator.get_variable_value("w").ravel()):
         print("%s_w%d: %r" % (name, index, float(value)))
