@@ -18,6 +18,7 @@ metrics are over every replica's examples.
 """
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -118,3 +119,40 @@ def test_the_reference_is_sgd_on_the_global_batch(runs, replicas):
     for weight in WEIGHTS:
         assert numbers[f"ref_{weight}"] == pytest.approx(expected[weight], rel=1e-4,
                                                          abs=1e-5), weight
+
+
+@pytest.fixture
+def estimator_lib(tpu8):
+    del tpu8
+    from tpu_compat import estimator  # pylint: disable=import-outside-toplevel
+    return estimator
+
+
+@pytest.mark.requires_tf
+def test_run_config_strategy_errors_name_the_argument(estimator_lib):
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tensorflow.python.distribute import distribute_config  # pylint: disable=import-outside-toplevel
+    with warnings.catch_warnings():  # the legacy names warn; not what is tested here
+        warnings.simplefilter("ignore")
+        _check_strategy_errors(estimator_lib, tf, distribute_config)
+
+
+def _check_strategy_errors(estimator_lib, tf, distribute_config):
+    strategy = tf.distribute.get_strategy()  # the default strategy: a tf.distribute.Strategy
+    with pytest.raises(ValueError, match="train_distribute must be a tf.distribute.Strategy"):
+        estimator_lib.RunConfig(train_distribute="mirrored")
+    with pytest.raises(ValueError, match="eval_distribute must be a tf.distribute.Strategy"):
+        estimator_lib.RunConfig().replace(eval_distribute=8)
+    both = distribute_config.DistributeConfig(train_distribute=strategy)
+    with pytest.raises(ValueError, match="either train_distribute or "
+                                         "experimental_distribute.train_distribute"):
+        estimator_lib.RunConfig(train_distribute=strategy, experimental_distribute=both)
+    config = estimator_lib.RunConfig(experimental_distribute=both)
+    assert config.train_distribute is strategy and config.eval_distribute is None
+    remote = distribute_config.DistributeConfig(remote_cluster={"worker": ["a:1"]})
+    with pytest.raises(ValueError, match="remote_cluster"):
+        estimator_lib.RunConfig(experimental_distribute=remote)
+    with pytest.raises(ValueError, match="TPUEstimator: RunConfig train_distribute"):
+        estimator_lib.tpu.TPUEstimator(
+            model_fn=lambda features, labels, mode, params: None, train_batch_size=8,
+            config=estimator_lib.tpu.RunConfig(train_distribute=strategy))

@@ -78,6 +78,12 @@ class TPUEstimator(Estimator):
             raise ValueError(f"TPUEstimator: params must not contain {reserved}: "
                              f"{list(_RESERVED_PARAMS)} are reserved keys (TPUEstimator "
                              f"sets them), given: {sorted(params)}")
+        if config.train_distribute is not None or config.eval_distribute is not None:
+            raise ValueError(
+                "TPUEstimator: RunConfig train_distribute/eval_distribute are not "
+                "used by TPUEstimator, which replicates model_fn over the TPU itself; "
+                "pass the strategy to tf.estimator.Estimator instead, or leave "
+                "them None")
         if embedding_config_spec is not None:
             raise ValueError("TPUEstimator: embedding_config_spec (TPU embeddings) is "
                              "not supported by tpu_compat")
