@@ -12,9 +12,10 @@ One run trains and evaluates the same model three times, in the same process:
 
 * ``tpu``: ``tf.distribute.experimental.TPUStrategy(resolver)`` (one step per
   run, the TF 1.15 default);
-* ``contrib``: ``tf.contrib.distribute.TPUStrategy(resolver, steps_per_run=2)``
-  for training and ``tf.contrib.distribute.MirroredStrategy(num_gpus=N)`` for
-  evaluation (TF 1.14's contrib classes; the GPUs are emulated devices here);
+* ``contrib``: TF 1.14's ``tf.contrib.distribute.TPUStrategy(resolver,
+  steps_per_run=2)`` for training and a multi-GPU script's
+  ``tf.distribute.MirroredStrategy(["/gpu:0", ...])`` for evaluation (the
+  GPUs are emulated devices here);
 * ``ref``: the single-device reference, a plain Estimator without a strategy,
   whose batch is the global one (per-core batch x cores), as TF 1.14's
   Estimator fed the replicas consecutive per-replica batches.

@@ -55,13 +55,14 @@ import contextlib
 
 import tensorflow as tf
 
-from tpu_compat._tf_internals import training_util
-from tpu_compat.estimator import _inputs
+from tpu_compat._tf_internals import basic_session_run_hooks, tf_evaluation, training_util
+from tpu_compat.estimator import _inputs, _sessions
 from tpu_compat.estimator._spec import EstimatorSpec, ModeKeys
 from tpu_compat.runtime import hooks as _table_hooks
 
-__all__ = ["build_eval", "build_train", "check_strategy", "is_tpu_strategy",
-           "steps_per_run"]
+__all__ = ["build_eval", "build_train", "check_strategy", "eval_stop_hook",
+           "is_tpu_strategy", "session_config", "session_master", "steps_per_run",
+           "train_stop_hook", "with_loss_metric"]
 
 LOSS_METRIC_KEY = "loss"
 
@@ -94,6 +95,50 @@ def steps_per_run(strategy):
     if strategy is None:
         return 1
     return getattr(strategy.extended, "steps_per_run", 1) or 1
+
+
+def _strategy_of(config, mode):
+    return {ModeKeys.TRAIN: config.train_distribute,
+            ModeKeys.EVAL: config.eval_distribute}.get(mode)  # predict: none (TF 1.15)
+
+
+def session_master(config, mode):
+    """The master of ``mode``'s sessions: with a strategy, where its replicas are
+    (the emulated TPU in this process or on an emulated pod, see _sessions)."""
+    if _strategy_of(config, mode) is None:
+        return config.master
+    return _sessions.emulated_master(default=config.master)
+
+
+def session_config(config, mode, session_config_proto):
+    """The sessions' ConfigProto: with a strategy, seeing every emulated device."""
+    if _strategy_of(config, mode) is None:
+        return session_config_proto
+    return _sessions.with_emulated_devices(session_config_proto)
+
+
+def train_stop_hook(strategy, steps, max_steps):
+    """The hook that stops training at ``steps``/``max_steps``.
+
+    A TPU strategy's loop runs steps_per_run steps per Session.run; TF 1.15's
+    ``Estimator._convert_train_steps_to_hooks`` then took TF's
+    ``_MultiStepStopAtStepHook``, which shortens the last loop to stop exactly.
+    """
+    per_run = steps_per_run(strategy)
+    if per_run > 1:
+        return basic_session_run_hooks._MultiStepStopAtStepHook(  # pylint: disable=protected-access
+            steps, max_steps, per_run)
+    return tf.compat.v1.train.StopAtStepHook(num_steps=steps, last_step=max_steps)
+
+
+def eval_stop_hook(strategy, steps):
+    """The hook that stops evaluation after ``steps`` (TF 1.15's
+    ``_convert_eval_steps_to_hooks``: multi-step with a TPU strategy's loop)."""
+    per_run = steps_per_run(strategy)
+    if per_run > 1:
+        return tf_evaluation._MultiStepStopAfterNEvalsHook(  # pylint: disable=protected-access
+            num_evals=steps, steps_per_run=per_run)
+    return tf_evaluation._StopAfterNEvalsHook(num_evals=steps)  # pylint: disable=protected-access
 
 
 @contextlib.contextmanager
@@ -225,7 +270,6 @@ def _combine_scaffold(strategy, grouped_scaffold):
 def _steps_per_run_variable():
     # TF 1.15 made it before entering the strategy's scope: a host variable
     # driving the loop, not a mirrored one.
-    from tpu_compat._tf_internals import basic_session_run_hooks  # pylint: disable=import-outside-toplevel
     return basic_session_run_hooks.get_or_create_steps_per_run_variable()
 
 
@@ -273,18 +317,26 @@ def build_train(estimator, strategy, input_fn, graph):
     return spec, global_step, input_hooks
 
 
+def with_loss_metric(eval_metric_ops, make_loss_metric):
+    """``eval_metric_ops`` and ``loss``: the Estimator's mean of the loss (TF 1.15's
+    ``_verify_and_create_loss_metric``, which refused a metric of that name)."""
+    metric_ops = dict(eval_metric_ops)
+    if LOSS_METRIC_KEY in metric_ops:
+        raise ValueError("model_fn: a metric named 'loss' is not allowed; the "
+                         "Estimator reports the mean loss under that name")
+    metric_ops[LOSS_METRIC_KEY] = make_loss_metric()
+    return metric_ops
+
+
 def _metric_ops_of(strategy, grouped, what):
     """TF 1.15's ``_verify_and_create_loss_metric`` + ``_extract_metric_update_ops``.
 
     ``(update_op, {name: value})``: each metric's value (one tensor, aggregated
     over the replicas) and one op running every replica's update.
     """
-    metric_ops = dict(grouped.eval_metric_ops)
-    if LOSS_METRIC_KEY in metric_ops:
-        raise ValueError("model_fn: a metric named 'loss' is not allowed; the "
-                         "Estimator reports the mean loss under that name")
-    metric_ops[LOSS_METRIC_KEY] = strategy.extended.call_for_each_replica(
-        tf.compat.v1.metrics.mean, args=(grouped.loss,))
+    metric_ops = with_loss_metric(
+        grouped.eval_metric_ops, lambda: strategy.extended.call_for_each_replica(
+            tf.compat.v1.metrics.mean, args=(grouped.loss,)))
     values, updates = {}, []
     for name, (value, update) in sorted(metric_ops.items()):
         if isinstance(value, tf.distribute.DistributedValues):

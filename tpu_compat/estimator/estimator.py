@@ -19,17 +19,18 @@ writes), ``_checkpoints.py`` and ``_inputs.py``.
 """
 
 import copy
+import functools
 import logging
 import os
 import tempfile
 
 import tensorflow as tf
 
-from tpu_compat._tf_internals import basic_session_run_hooks, tf_evaluation
+from tpu_compat._tf_internals import tf_evaluation
 from tpu_compat._tf_internals import training_util
 
 from tpu_compat.estimator import (
-    _arguments, _checkpoints, _inputs, _results, _saved_model, _sessions, distributed)
+    _arguments, _checkpoints, _inputs, _results, _saved_model, distributed)
 from tpu_compat.estimator._spec import EstimatorSpec, ModeKeys
 # estimator_graph and program_control_flow_v2 stay importable from here.
 from tpu_compat.estimator.graphs import estimator_graph, program_control_flow_v2  # noqa: F401
@@ -150,23 +151,12 @@ class Estimator:
     def _convert_train_steps_to_hooks(self, steps, max_steps):
         if steps is None and max_steps is None:
             return []
-        per_run = distributed.steps_per_run(self._config.train_distribute)
-        if per_run > 1:
-            # A TPU strategy's loop runs steps_per_run steps per Session.run;
-            # this hook shortens the last loop to stop exactly (TF 1.15's
-            # Estimator._convert_train_steps_to_hooks chose it the same way).
-            return [basic_session_run_hooks._MultiStepStopAtStepHook(  # pylint: disable=protected-access
-                steps, max_steps, per_run)]
-        return [tf.compat.v1.train.StopAtStepHook(num_steps=steps, last_step=max_steps)]
+        return [distributed.train_stop_hook(self._config.train_distribute, steps, max_steps)]
 
     def _convert_eval_steps_to_hooks(self, steps):
         if steps is None:
             return []
-        per_run = distributed.steps_per_run(self._config.eval_distribute)
-        if per_run > 1:
-            return [tf_evaluation._MultiStepStopAfterNEvalsHook(  # pylint: disable=protected-access
-                num_evals=steps, steps_per_run=per_run)]
-        return [tf_evaluation._StopAfterNEvalsHook(num_evals=steps)]  # pylint: disable=protected-access
+        return [distributed.eval_stop_hook(self._config.eval_distribute, steps)]
 
     def _train_logging_hooks(self, spec, global_step):
         steps = self._config.log_step_count_steps
@@ -176,21 +166,7 @@ class Estimator:
             {"loss": spec.loss, "step": global_step}, every_n_iter=steps)]
 
     def _session_master(self, mode):
-        strategy = (self._config.eval_distribute if mode == ModeKeys.EVAL
-                    else self._config.train_distribute if mode == ModeKeys.TRAIN else None)
-        if strategy is not None:
-            # The strategy's replicas are where the backend put them (the
-            # emulated TPU in this process, or on an emulated pod).
-            return _sessions.emulated_master(default=self._config.master)
-        return self._config.master
-
-    def _session_config_for(self, mode):
-        """The sessions' config; with a strategy, seeing every emulated device."""
-        strategy = (self._config.eval_distribute if mode == ModeKeys.EVAL
-                    else self._config.train_distribute if mode == ModeKeys.TRAIN else None)
-        if strategy is None:
-            return self._session_config
-        return _sessions.with_emulated_devices(self._session_config)
+        return distributed.session_master(self._config, mode)
 
     # -- train ----------------------------------------------------------------------
     def train(self, input_fn, hooks=None, steps=None, max_steps=None,
@@ -212,23 +188,17 @@ class Estimator:
 
     def _train_model(self, input_fn, hooks, saving_listeners):
         if self._config.train_distribute is not None:
-            return self._train_model_distributed(input_fn, hooks, saving_listeners)
-        with estimator_graph() as graph:
-            if self._config.tf_random_seed is not None:
-                tf.compat.v1.set_random_seed(self._config.tf_random_seed)
+            with estimator_graph() as graph:  # TF 1.15's _actual_train_model_distributed
+                spec, global_step, input_hooks = distributed.build_train(
+                    self, self._config.train_distribute, input_fn, graph)
+                return self._train_with_spec(spec, global_step, input_hooks + hooks,
+                                             saving_listeners)
+        with estimator_graph(self._config.tf_random_seed) as graph:
             global_step = self._create_global_step(graph, ModeKeys.TRAIN)
             training_util._get_or_create_global_step_read(graph)  # pylint: disable=protected-access
             features, labels, input_hooks = self._features_and_labels(
                 input_fn, ModeKeys.TRAIN)
             spec = self._call_model_fn(features, labels, ModeKeys.TRAIN, self.config)
-            return self._train_with_spec(spec, global_step, input_hooks + hooks,
-                                         saving_listeners)
-
-    def _train_model_distributed(self, input_fn, hooks, saving_listeners):
-        """TF 1.15's ``_actual_train_model_distributed`` (see estimator/distributed.py)."""
-        with estimator_graph() as graph:
-            spec, global_step, input_hooks = distributed.build_train(
-                self, self._config.train_distribute, input_fn, graph)
             return self._train_with_spec(spec, global_step, input_hooks + hooks,
                                          saving_listeners)
 
@@ -283,7 +253,8 @@ class Estimator:
                 hooks=worker_hooks, chief_only_hooks=chief_hooks,
                 save_checkpoint_secs=0,  # the CheckpointSaverHook above saves
                 save_summaries_steps=self._config.save_summary_steps,
-                config=self._session_config_for(ModeKeys.TRAIN),
+                config=distributed.session_config(self._config, ModeKeys.TRAIN,
+                                                  self._session_config),
                 log_step_count_steps=self._config.log_step_count_steps,
                 max_wait_secs=self._config.session_creation_timeout_secs,
                 save_graph_def=self._config.checkpoint_save_graph_def) as session:
@@ -306,14 +277,12 @@ class Estimator:
         if not checkpoint_path:
             _log.info("Could not find trained model in model_dir: %s, running "
                       "initialization to evaluate.", self._model_dir)
-        with estimator_graph() as graph:
-            if self._config.eval_distribute is not None:
-                (scaffold, update_ops, final_ops, input_hooks, evaluation_hooks,
-                 global_step) = distributed.build_eval(self, self._config.eval_distribute,
-                                                       input_fn, graph)
-            else:
-                (scaffold, update_ops, final_ops, input_hooks, evaluation_hooks,
-                 global_step) = self._build_eval_graph(input_fn, graph)
+        with estimator_graph(self._config.tf_random_seed) as graph:
+            build = (self._build_eval_graph if self._config.eval_distribute is None
+                     else functools.partial(distributed.build_eval, self,
+                                            self._config.eval_distribute))
+            (scaffold, update_ops, final_ops, input_hooks, evaluation_hooks,
+             global_step) = build(input_fn, graph)
             final_ops[tf.compat.v1.GraphKeys.GLOBAL_STEP] = global_step
             if scaffold.saver is None and checkpoint_path:
                 _checkpoints.check_compatible(
@@ -325,7 +294,8 @@ class Estimator:
                 master=self._session_master(ModeKeys.EVAL),
                 scaffold=scaffold, eval_ops=update_ops, final_ops=final_ops,
                 hooks=input_hooks + hooks + evaluation_hooks,
-                config=self._session_config_for(ModeKeys.EVAL))
+                config=distributed.session_config(self._config, ModeKeys.EVAL,
+                                                  self._session_config))
         output_dir = os.path.join(self._model_dir,
                                   "eval" if not name else f"eval_{name}")
         _results.write_summaries(output_dir, results, results[tf.compat.v1.GraphKeys.GLOBAL_STEP],
@@ -333,18 +303,12 @@ class Estimator:
         return results
 
     def _build_eval_graph(self, input_fn, graph):
-        """The evaluation graph without a strategy: ``(scaffold, update_op,
-        final_ops, input_hooks, evaluation_hooks, global_step)``."""
-        if self._config.tf_random_seed is not None:
-            tf.compat.v1.set_random_seed(self._config.tf_random_seed)
+        """The evaluation graph without a strategy (returns what build_eval does)."""
         global_step = self._create_global_step(graph, ModeKeys.EVAL)
         features, labels, input_hooks = self._features_and_labels(input_fn, ModeKeys.EVAL)
         spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
-        metric_ops = dict(spec.eval_metric_ops)
-        if LOSS_METRIC_KEY in metric_ops:
-            raise ValueError("model_fn: a metric named 'loss' is not allowed; the "
-                             "Estimator reports the mean loss under that name")
-        metric_ops[LOSS_METRIC_KEY] = tf.compat.v1.metrics.mean(spec.loss)
+        metric_ops = distributed.with_loss_metric(
+            spec.eval_metric_ops, lambda: tf.compat.v1.metrics.mean(spec.loss))
         update_ops = tf.group(*[update for _, update in metric_ops.values()])
         final_ops = {key: value for key, (value, _) in metric_ops.items()}
         return (spec.scaffold, update_ops, final_ops, input_hooks,
@@ -359,9 +323,7 @@ class Estimator:
         if not checkpoint_path:
             _log.info("Could not find trained model in model_dir: %s, running "
                       "initialization to predict.", self._model_dir)
-        with estimator_graph() as graph:
-            if self._config.tf_random_seed is not None:
-                tf.compat.v1.set_random_seed(self._config.tf_random_seed)
+        with estimator_graph(self._config.tf_random_seed) as graph:
             self._create_global_step(graph, ModeKeys.PREDICT)
             features, _, input_hooks = self._features_and_labels(
                 input_fn, ModeKeys.PREDICT)
