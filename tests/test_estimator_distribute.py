@@ -156,3 +156,71 @@ def _check_strategy_errors(estimator_lib, tf, distribute_config):
         estimator_lib.tpu.TPUEstimator(
             model_fn=lambda features, labels, mode, params: None, train_batch_size=8,
             config=estimator_lib.tpu.RunConfig(train_distribute=strategy))
+
+
+def _fetch_hook(find, into):
+    """A SessionRunHook appending, at each run, the value of the tensor ``find()`` gives."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
+    class Fetch(tf.compat.v1.train.SessionRunHook):
+        def begin(self):
+            self._tensor = find()
+
+        def before_run(self, run_context):
+            return tf.compat.v1.train.SessionRunArgs(self._tensor)
+
+        def after_run(self, run_context, run_values):
+            into.append(float(run_values.results))
+    return Fetch()
+
+
+@pytest.mark.requires_tf
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_loss_reduction_and_hooks_as_tf115(estimator_lib, tmp_path, reduction):
+    """TF 1.15's rules on 4 replicas: a v1 optimizer scales a MEAN-reduced loss by
+    1/4 and the gradients are summed; a ``tf.losses`` SUM loss is not scaled. The
+    Estimator's hooks see the loss reduced the same way (MEAN or SUM); the
+    model_fn's own training_hooks are replica 0's and see its loss."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    replicas, per_replica, learning_rate = 4, 2, 0.01
+    x = np.linspace(-1.0, 1.0, replicas * per_replica * 2, dtype=np.float32).reshape(-1, 2)
+    y = (x[:, :1] * 3.0 - x[:, 1:] + 0.5).astype(np.float32)
+    sum_reduction = tf.compat.v1.losses.Reduction.SUM
+
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices((x, y)).batch(per_replica, drop_remainder=True)
+
+    def model_fn(features, labels, mode):
+        w = tf.compat.v1.get_variable("w", [2, 1], initializer=tf.compat.v1.zeros_initializer())
+        kwargs = {"reduction": sum_reduction} if reduction == "sum" else {}
+        loss = tf.compat.v1.losses.mean_squared_error(labels, tf.matmul(features, w), **kwargs)
+        train_op = tf.compat.v1.train.GradientDescentOptimizer(learning_rate).minimize(
+            loss, global_step=tf.compat.v1.train.get_global_step())
+        return estimator_lib.EstimatorSpec(mode, loss=loss, train_op=train_op,
+                                           training_hooks=[_fetch_hook(lambda: loss, seen)])
+
+    seen, reported = [], []  # by the model_fn's hooks (one per replica), by train()'s hook
+    estimator_hook = _fetch_hook(
+        lambda: tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.LOSSES)[-1], reported)
+    strategy = tf.compat.v1.distribute.MirroredStrategy(
+        [f"/device:CPU:{i}" for i in range(replicas)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        estimator = estimator_lib.Estimator(model_fn, config=estimator_lib.RunConfig(
+            model_dir=str(tmp_path), train_distribute=strategy))
+        estimator.train(input_fn, hooks=[estimator_hook], steps=1)
+        w = estimator.get_variable_value("w")
+    # Step 1 (w = 0): replica i reads the dataset's i-th batch.
+    squared = [np.square(y[i * per_replica:(i + 1) * per_replica]) for i in range(replicas)]
+    losses = [s.sum() if reduction == "sum" else s.mean() for s in squared]
+    grads = [-2.0 * x[i * per_replica:(i + 1) * per_replica].T.dot(
+        y[i * per_replica:(i + 1) * per_replica]) / (1 if reduction == "sum" else per_replica)
+        for i in range(replicas)]
+    if reduction == "sum":
+        assert reported == pytest.approx([sum(losses)], rel=1e-5)
+        expected_w = -learning_rate * sum(grads)
+    else:
+        assert reported == pytest.approx([np.mean(losses)], rel=1e-5)
+        expected_w = -learning_rate * np.mean(grads, axis=0)
+    assert seen == pytest.approx([losses[0]], rel=1e-5)  # replica 0's hook, its own loss
+    np.testing.assert_allclose(w, expected_w, rtol=1e-5)
