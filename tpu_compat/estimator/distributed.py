@@ -55,7 +55,8 @@ import contextlib
 
 import tensorflow as tf
 
-from tpu_compat._tf_internals import basic_session_run_hooks, tf_evaluation, training_util
+from tpu_compat._tf_internals import (
+    basic_session_run_hooks, distribute_utils, tf_evaluation, training_util)
 from tpu_compat.estimator import _inputs, _sessions
 from tpu_compat.estimator._spec import EstimatorSpec, ModeKeys
 from tpu_compat.runtime import hooks as _table_hooks
@@ -144,10 +145,7 @@ def eval_stop_hook(strategy, steps):
 @contextlib.contextmanager
 def _loss_scaling(strategy):
     """The flag by which a v1 optimizer scales each replica's loss (see the module doc)."""
-    scale = getattr(strategy, "_scale_loss_for_estimator_enabled", None)
-    if scale is None:
-        yield
-        return
+    scale = getattr(strategy, "_scale_loss_for_estimator_enabled", contextlib.nullcontext)
     with scale():
         yield
 
@@ -155,7 +153,6 @@ def _loss_scaling(strategy):
 def _loss_reduce_op():
     """TF 1.15's ``_get_loss_reduce_op_for_reporting``: the optimizer's reduction
     when it scaled the loss (``MEAN`` unless the loss was a ``SUM``), else ``SUM``."""
-    from tpu_compat._tf_internals import distribute_utils  # pylint: disable=import-outside-toplevel
     if getattr(tf.compat.v1.get_default_graph(), "_is_loss_scaled_by_optimizer", False):
         return distribute_utils.get_loss_reduction()
     return tf.distribute.ReduceOp.SUM
