@@ -79,25 +79,22 @@ def _distribution(train_distribute, eval_distribute, experimental_distribute):
     its ``remote_cluster`` (a multi-worker cluster) is out of scope.
     """
     from tpu_compat.estimator import distributed  # pylint: disable=import-outside-toplevel
+    given = {"train_distribute": train_distribute, "eval_distribute": eval_distribute}
     if experimental_distribute is not None:
-        for name in ("train_distribute", "eval_distribute"):
+        for name in given:
             value = getattr(experimental_distribute, name, None)
             if value is None:
                 continue
-            if locals()[name] is not None:
+            if given[name] is not None:
                 raise ValueError(f"RunConfig: either {name} or "
                                  f"experimental_distribute.{name} can be set, not both")
-            if name == "train_distribute":
-                train_distribute = value
-            else:
-                eval_distribute = value
+            given[name] = value
         if getattr(experimental_distribute, "remote_cluster", None):
             raise ValueError(
                 "RunConfig: experimental_distribute.remote_cluster (distributed "
                 "Estimator training across a cluster) is not supported by "
                 "tpu_compat; leave it None to train in this process")
-    return (distributed.check_strategy("train_distribute", train_distribute),
-            distributed.check_strategy("eval_distribute", eval_distribute))
+    return tuple(distributed.check_strategy(name, value) for name, value in given.items())
 
 
 class RunConfig:
