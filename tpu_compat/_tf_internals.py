@@ -163,6 +163,10 @@ from tensorflow.python.saved_model.model_utils import mode_keys
 # _StopAfterNEvalsHook, _evaluate_once, _get_or_create_eval_step: what TF 1.15's
 # Estimator.evaluate ran (tensorflow_estimator's estimator.py); private in TF too.
 from tensorflow.python.training import evaluation as tf_evaluation
+# get_or_create_steps_per_run_variable / _MultiStepStopAtStepHook: the steps-per-run
+# variable and stop hook of TF 1.15's Estimator with a TPU strategy (estimator/
+# distributed.py); the hook is private, the variable has no public API.
+from tensorflow.python.training import basic_session_run_hooks
 # _get_or_create_global_step_read: the read Estimator graphs cache (private);
 # create_global_step is public as tf.compat.v1.train.create_global_step, the same function.
 from tensorflow.python.training import training_util
