@@ -28,10 +28,11 @@ import os
 from tpu_compat import _config
 # The table's shape, re-exported: settings.RUN, settings.Setting, ...
 from tpu_compat.settings_schema import (  # pylint: disable=unused-import
-    COMMANDS, ENTRY_POINT_NAMES, ENTRY_POINTS, LIBRARY, MIGRATE, PYTEST, REGRESS, RUN,
+    COMMANDS, ENTRY_POINT_NAMES, ENTRY_POINTS, LIBRARY, MIGRATE, PYTEST, REGRESS, RUN, UNSET,
     Computed, FrozenError, Setting, Settings)
 
-__all__ = ["ENTRY_POINTS", "LIBRARY", "MIGRATE", "PYTEST", "REGRESS", "ROWS", "RUN", "Setting",
+__all__ = ["ENTRY_POINTS", "LIBRARY", "MIGRATE", "PYTEST", "REGRESS", "ROWS", "RUN", "UNSET",
+           "Setting",
            "Settings", "add_flags", "export", "flag_rows", "flags_given", "pytest_rows", "read",
            "resolve", "row"]
 
@@ -176,13 +177,29 @@ ROWS = (
         show=_unset_as("not recorded")),
     Setting(
         "seed", "TPU_COMPAT_SEED", _config.seed,
-        # regress and verify seed each script with their --seed (default 0,
-        # --no-seed: none) and ignore the variable, which they set per script.
+        # regress, verify and numerics-diff seed each script with their --seed
+        # (default 0, --no-seed: none) and ignore the variable, which they set
+        # for each script process.
         {RUN: None, REGRESS: 0},
         values=f"int, 0 to {_config.MAX_SEED} (2**32 - 1)",
         meaning="seed Python, NumPy and TensorFlow RNGs before the script runs "
                 "(`regress` and `verify` set it for each script from their `--seed`)",
-        flag="--seed", flag_entries=(REGRESS,), metavar="N", show=_unset_as("unseeded")),
+        summary="seed Python, NumPy and TensorFlow RNGs before each script run (a "
+                "script's own seeding wins)",
+        flag="--seed", flag_entries=(REGRESS,), metavar="N", show=_unset_as("unseeded"),
+        unset_flag="--no-seed", unset_summary="leave the RNGs unseeded",
+        variable_ignored_by=(REGRESS,)),
+    Setting(
+        "tf1", "TPU_COMPAT_TF1", _config.switch,
+        {RUN: False},
+        values="`1` / `0` (also `true`/`false`, `yes`/`no`, `on`/`off`)",
+        meaning="`import tensorflow` in the program yields `tf.compat.v1` with v2 behaviour "
+                "disabled, as in TF 1.x (`regress` runs a script so when its sidecar "
+                "says `tf1 = true`)",
+        summary="`import tensorflow` yields tf.compat.v1 with v2 behaviour disabled "
+                "(TF 1.x programs)",
+        flag="--tf1", flag_entries=(RUN,), flag_const="1",
+        show=lambda value: "1" if value else "0"),
     Setting(
         "pod_timeout", "TPU_COMPAT_POD_TIMEOUT", _config.positive_seconds,
         {RUN: 60.0, LIBRARY: 60.0},
@@ -259,6 +276,7 @@ FIDELITY_VAR = _BY_NAME["fidelity"].variable
 NUMERICS_VAR = _BY_NAME["numerics"].variable
 NUMERICS_OPS_VAR = _BY_NAME["numerics_ops"].variable
 SEED_VAR = _BY_NAME["seed"].variable
+TF1_VAR = _BY_NAME["tf1"].variable
 POD_TIMEOUT_VAR = _BY_NAME["pod_timeout"].variable
 POD_PORT_VAR = _BY_NAME["pod_port"].variable
 TPU_TIMEOUT_VAR = _BY_NAME["tpu_timeout"].variable
@@ -321,11 +339,14 @@ def resolve(entry, environ=None, flags=None, names=None):
     for setting in ROWS:
         if setting.name not in wanted:
             continue
-        if setting.name in flags:
+        if flags.get(setting.name) is UNSET:
+            values[setting.name] = None
+            sources[setting.name] = setting.unset_flag
+        elif setting.name in flags:
             flag = setting.pytest_option if entry == PYTEST else setting.flag
             values[setting.name] = setting.parse(flag, flags[setting.name])
             sources[setting.name] = flag
-        elif setting.given_in(environ):
+        elif entry not in setting.variable_ignored_by and setting.given_in(environ):
             values[setting.name] = setting.parse(setting.variable,
                                                  environ[setting.variable])
             sources[setting.name] = setting.variable
@@ -352,8 +373,11 @@ def export(resolved, environ=None):
         from_flag = source not in (None, setting.variable)
         exported_default = (source is None and resolved.entry in setting.exported_by
                             and value is not None)
-        if from_flag or exported_default:
-            environ[setting.variable] = str(value)
+        if from_flag and value is None:  # an unset flag (--no-seed)
+            environ.pop(setting.variable, None)
+            changed.append(setting.variable)
+        elif from_flag or exported_default:
+            environ[setting.variable] = setting.text(value)
             changed.append(setting.variable)
     return changed
 
@@ -380,8 +404,19 @@ def add_flags(parser, entry, names=None):
     """Adds the settings' flags to ``entry``'s argparse ``parser``.
 
     Each flag's value lands under the row's name, unparsed (None when not
-    given), for :func:`resolve`'s ``flags``; its help is the row's.
+    given; :data:`UNSET` from a row's ``unset_flag``), for :func:`resolve`'s
+    ``flags``; its help is the row's.
     """
     for setting in flag_rows(entry, names):
-        parser.add_argument(setting.flag, dest=setting.name, choices=setting.choices,
-                            metavar=setting.metavar, help=setting.help(entry))
+        target = parser
+        if setting.unset_flag:
+            target = parser.add_mutually_exclusive_group()
+        if setting.flag_const is not None:
+            target.add_argument(setting.flag, dest=setting.name, action="store_const",
+                                const=setting.flag_const, help=setting.help(entry))
+        else:
+            target.add_argument(setting.flag, dest=setting.name, choices=setting.choices,
+                                metavar=setting.metavar, help=setting.help(entry))
+        if setting.unset_flag:
+            target.add_argument(setting.unset_flag, dest=setting.name, action="store_const",
+                                const=UNSET, help=setting.unset_summary)
