@@ -47,7 +47,8 @@ def _tf_log_lines(stderr):
 @pytest.fixture(scope="module")
 def tf1_runs(tmp_path_factory):
     runs = {}
-    for name, flags in (("tpu", ("--use_tpu", "--no_soft_placement")), ("cpu", ())):
+    for name, flags in (("tpu", ("--use_tpu", "--no_soft_placement")), ("cpu", ()),
+                        ("tpu_one_step_per_loop", ("--use_tpu", "--iterations_per_loop", "1"))):
         model_dir = str(tmp_path_factory.mktemp(f"tf1_{name}"))
         result = check_ok(run_scenario(TF1_PROGRAM, REPLICAS, *flags,
                                        "--model_dir", model_dir, tf1=True))
@@ -112,6 +113,16 @@ def test_numbers_equal_the_single_device_reference(tf1_runs):
     tpu, cpu = tf1_runs["tpu"]["numbers"], tf1_runs["cpu"]["numbers"]
     for key in SHARED_KEYS:
         assert tpu[key] == pytest.approx(cpu[key], rel=1e-5, abs=1e-6), key
+
+
+def test_evaluation_runs_all_its_steps_with_one_step_per_loop(tf1_runs):
+    # Issue 34 (field runner: BERT's run_classifier, --iterations_per_loop=1):
+    # evaluate(steps=2) runs its steps in one loop; the strategy's
+    # steps_per_run=1 quirk cut that loop to one step, and the eval metrics'
+    # host call waited for the second step's outfeed forever.
+    ipl1, cpu = tf1_runs["tpu_one_step_per_loop"]["numbers"], tf1_runs["cpu"]["numbers"]
+    for key in SHARED_KEYS:
+        assert ipl1[key] == pytest.approx(cpu[key], rel=1e-5, abs=1e-6), key
 
 
 # -- 4. log lines and eval summaries ------------------------------------------------

@@ -241,3 +241,45 @@ def test_a_converted_notebooks_error_line_is_said_as_its_cell_and_line(tmp_path)
               "AttributeError: module 'distutils' has no attribute 'version'\n")
     passed, reason = fp.judge(_recipe(program="nb.ipynb"), 1, False, output, tmp_path)
     assert reason == "AttributeError: module 'distutils' has no attribute 'version' [nb.ipynb code cell 2, line 3]"
+
+
+def test_the_header_names_each_package_commit_once_per_column(tmp_path, monkeypatch):
+    # Three branch HEADs that changed only the runner measure one package
+    # commit: the header said it three times (issue 34's first table).
+    monkeypatch.setattr(fp, "MIGRATION_DOC", tmp_path / "migration.md")
+    monkeypatch.setattr(fp, "FIELD_DOC", tmp_path / "field.md")
+    (tmp_path / "migration.md").write_text("# Migrating\n")
+    package = {"aaa": "`6383b5c` (2026-11-27)", "bbb": "`6383b5c` (2026-11-27)",
+               "ccc": "`6383b5c` (2026-11-27)", "ddd": "`be1bd13` (2026-11-28)"}
+    monkeypatch.setattr(fp, "_package_commit", lambda commit: package[commit])
+    monkeypatch.setattr(fp.field_recipes, "RUN_NOTES", ("re-run notes",))
+    recipes = [_recipe(name=n) for n in "abcd"]
+    results = []
+    for name, mode, commit, date, load in [("a", "unchanged", "aaa", "2026-11-28 14:47 UTC", None),
+                                           ("b", "unchanged", "bbb", "2026-11-28 15:10 UTC", None),
+                                           ("c", "migrated", "ccc", "2026-11-28 16:10 UTC", 5.8),
+                                           ("d", "unchanged", "ddd", "2026-11-28 18:30 UTC", 3.1)]:
+        row = _row(name, mode, True)
+        row.update(tpu_compat_commit=commit, date=date, load=load)
+        results.append(row)
+    fp.write_docs(recipes, results)
+    header = (tmp_path / "field.md").read_text().split("| # |")[0]
+    assert header.count("`6383b5c`") == 2, header  # once per column, not once per HEAD
+    assert "\n- re-run notes\n" in header
+    assert ("- unchanged: 2026-11-28 14:47 UTC to 2026-11-28 18:30 UTC, tpu_compat at commit "
+            "`6383b5c` (2026-11-27), `be1bd13` (2026-11-28); 1-minute load average at the end of a run: "
+            "3.1 to 3.1") in header
+    assert ("- migrated: 2026-11-28 16:10 UTC to 2026-11-28 16:10 UTC, tpu_compat at commit "
+            "`6383b5c` (2026-11-27); 1-minute load average at the end of a run: 5.8 to 5.8") in header
+    section = (tmp_path / "migration.md").read_text()
+    assert section.count("`6383b5c`") == 1 and "be1bd13" not in section
+
+
+def test_each_unchanged_failure_is_listed_with_its_reason_or_as_not_analysed():
+    recipes = [_recipe(name=n) for n in ("a", "b", "c", "d")]
+    results = [_row("a", "unchanged", True), _row("b", "unchanged", False, 3.0, "E: x [b.py:1]"),
+               _row("c", "unchanged", False, 4.0, "hang [c.py:2]"), _row("d", "migrated", False, 1.0, "E")]
+    text = fp.render_failures(recipes, results, {"b": "needs tf.contrib.slim (issue 34, research)"})
+    assert text.splitlines() == ["- **b** (E: x [b.py:1]): needs tf.contrib.slim (issue 34, research)",
+                                 "- **c** (hang [c.py:2]): not analysed yet"]
+    assert fp.render_failures(recipes, results[:1], {}) == "None: every program that ran passed."

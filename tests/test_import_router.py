@@ -207,7 +207,7 @@ def test_the_registry_refuses_an_order_that_breaks_a_declared_constraint():
     with pytest.raises(ValueError, match="'nowhere', which is not a row"):
         registry.check_order([registry.Patch("x", lambda _: None, "", after={"nowhere": "y"})])
     # The redirects nest in table order; --tf1 only where install() is asked for it.
-    assert [row.option for row in import_router.REDIRECTS] == ["tf1_imports", None, None, None]
+    assert [row.option for row in import_router.REDIRECTS] == ["tf1_imports", None, None, None, None]
 
 
 def test_the_registry_refuses_two_rows_on_one_target_without_an_order():

@@ -20,6 +20,7 @@ import pytest
 
 from conftest import (SCENARIOS, assert_one_error_line, check_ok, parse_numbers,
                       process_gone, run_cli, subprocess_env)
+from test_pod_faults import _LOOPBACK_HEX, _listening_addresses
 
 # A worker imports TensorFlow before it serves: generous, for a loaded 2-core
 # machine (a bound on the wait for its "ready" line, not a guessed delay).
@@ -69,6 +70,7 @@ def pod_run(tmp_path_factory):
             workers.append(worker)
             assert f"tpu-compat worker {index} ready on {addresses[index]}" in line, (
                 line, worker.poll())
+        listening = {worker.pid: _listening_addresses(worker.pid) for worker in workers}
         result = check_ok(run_cli(
             "run", os.path.join(SCENARIOS, "pod_docs.py"), str(model_dir),
             env={"TF_CONFIG": _tf_config(addresses, "chief", 0),
@@ -82,6 +84,7 @@ def pod_run(tmp_path_factory):
     numbers = parse_numbers(result.stdout)
     assert numbers.get("DONE") == 1.0, result.stdout
     numbers["WORKERS_ALIVE_AFTER_CHIEF"] = float(all(alive_after_chief))
+    numbers["workers' listening sockets"] = listening
     return numbers, result.stdout, [worker.pid for worker in workers]
 
 
@@ -93,6 +96,17 @@ def test_chief_joins_the_workers_tf_config_names(pod_run):
     numbers, _, _ = pod_run
     assert numbers["POD_SPAWNED"] == 0.0
     assert numbers["WORKER_ADDRESSES_FROM_TF_CONFIG"] == 1.0
+
+
+@pytest.mark.requires_tf
+def test_workers_of_a_loopback_tf_config_listen_on_loopback_only(pod_run):
+    """docs/pods.md, Network exposure: `tpu-compat worker` with a TF_CONFIG whose
+    addresses are loopback keeps TensorFlow's server (no authentication) there
+    (issue 33: it listened on every interface)."""
+    listening = pod_run[0]["workers' listening sockets"]
+    assert len(listening) == 2 and all(listening.values()), listening
+    assert all(_LOOPBACK_HEX.fullmatch(address)
+               for found in listening.values() for address, _ in found), listening
 
 
 @pytest.mark.requires_tf

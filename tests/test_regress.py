@@ -636,6 +636,26 @@ def test_usage_errors(argv, message, capsys, monkeypatch):
     assert message in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("mode,output", [
+    ("--check", "junit-dir"), ("--record", "golden-file")])
+def test_bad_outputs_are_refused_before_any_script_runs(mode, output, fake_suite, tmp_path,
+                                                        capsys, monkeypatch):
+    """Issue 33: a --junit-xml directory, or a --golden regular file for --record
+    ("[Errno 17] File exists"), failed with exit 1 after every script had run."""
+    ran = []
+    monkeypatch.setattr(suite, "run_suite", lambda *args, **kwargs: ran.append(args) or [])
+    golden = tmp_path / "golden"
+    args = ["regress", str(fake_suite / "good.py"), mode, "--golden", str(golden)]
+    if output == "junit-dir":
+        args += ["--junit-xml", str(tmp_path)]
+    else:
+        golden.write_text("not a directory\n")
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "tpu-compat regress: error: --" in err, err
+    assert ran == []
+
+
 def test_a_fifo_is_named_as_one(tmp_path, capsys):
     fifo = tmp_path / "pipe.py"
     os.mkfifo(fifo)

@@ -31,6 +31,10 @@ from tpu_compat.legacy.schema import (ERAS, HOOK_ARGUMENT, HOOK_ARGUMENT_OMITTED
                                       not_observable, omits, passes, present_in_installed,
                                       reads, rename_keyword, rename_method, replace_call,
                                       replace_module, replace_symbol)
+# Issue 35's TPUStrategy-era rewrite kinds.
+from tpu_compat.legacy.schema import (REWRITE_CALL_TO_METHOD, REWRITE_DROP_IMPORT,
+                                      REWRITE_GRAPH_LOOP, REWRITE_TF2_STRATEGY,
+                                      call_to_method, drop_import, graph_loop, tf2_strategy)
 
 # What `from tpu_compat.legacy_api import *` gave before the table was split
 # (the other names above are importable by name, as they were).

@@ -18,7 +18,7 @@ import sys
 import traceback
 import types
 
-from tpu_compat import _callsite, _config, settings
+from tpu_compat import _callsite, _config, settings, tf_support
 from tpu_compat.exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE
 # The runner's Keras choice, which doctor reports (and tests stub here).
 from tpu_compat.settings import tf_keras_installed  # pylint: disable=unused-import
@@ -164,7 +164,8 @@ def _print_user_traceback(error):
     report = traceback.TracebackException(
         type(error), error, error.__traceback__, compact=True)
     _strip_runner_frames(report, error, set())
-    sys.stderr.write("".join(report.format()))
+    # ... and, where a package the era's TensorFlow brought is missing, the one-line fix.
+    sys.stderr.write("".join(report.format()) + tf_support.missing_package_note(error))
 
 
 def own_errors():

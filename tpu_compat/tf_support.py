@@ -59,6 +59,34 @@ MISSING_TENSORFLOW = (
     f"(TPU VMs and tensorflow-cpu: see {DOCS})")
 
 
+# TF 1.x-2.15's wheels required tensorboard, so every program of the era had
+# tf.summary's writers (the TPU trainers' host_call summaries, Keras's
+# TensorBoard callback); TF 2.21's wheel does not, and they die with
+# TensorFlow's TBNotInstalledError. Not an extra of ours: TensorFlow comes as
+# tensorflow, tensorflow-cpu or tensorflow-tpu, which no extra can name for
+# all (docs/install.md), so the failure names the one-line fix instead.
+MISSING_TENSORBOARD = (
+    "tpu-compat: TensorBoard is not installed (TensorFlow's wheels up to 2.15 brought it, "
+    "2.21's does not) and tf.summary needs it; add it with: pip install tensorboard")
+
+
+def missing_package_hint(error):
+    """The one-line fix for ``error`` (or an exception it was raised from), or None."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if type(error).__name__ == "TBNotInstalledError":
+            return MISSING_TENSORBOARD
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def missing_package_note(error):
+    """:func:`missing_package_hint` as a line to print after the traceback, or ""."""
+    hint = missing_package_hint(error)
+    return f"{hint}\n" if hint else ""
+
+
 class TensorFlowMissing(Exception):
     """A command that needs TensorFlow ran where none is installed."""
 

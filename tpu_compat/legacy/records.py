@@ -12,6 +12,8 @@ from tpu_compat.legacy.schema import (KIND_ARGUMENT, KIND_ATTRIBUTE, KIND_METHOD
                                       LegacyAPI, add_keyword, calls, imports, omits, passes,
                                       reads, rename_keyword, rename_method,
                                       replace_call, replace_module, replace_symbol)
+# Issue 35's TPUStrategy-era rewrite kinds.
+from tpu_compat.legacy.schema import call_to_method, drop_import, graph_loop, tf2_strategy
 
 __all__ = ["RECORDS", "get", "by_name"]
 
@@ -160,6 +162,9 @@ RECORDS = (
                 hook=calls(f"{_V1}.make_dataset_iterator", f"{_TF_V1}.make_dataset_iterator"),
                 eras=("1.15",), removed_in="2.0",
                 replacement="iter(strategy.experimental_distribute_dataset(dataset))",
+                # In a TF 1.x graph: ...experimental_distribute_dataset(dataset)
+                # .make_initializable_iterator() (rewrites/graph_loop.py).
+                rewrite=graph_loop("experimental_distribute_dataset"),
                 note="Graph-mode initializable iterators have no TF2 equivalent; the "
                           "loop around them must change.",
                 probe=(_DIST_LIB, "StrategyV1.make_dataset_iterator")),
@@ -177,6 +182,8 @@ RECORDS = (
                 hook=calls(f"{_V1}.experimental_run", f"{_TF_V1}.experimental_run"),
                 eras=("1.15",), removed_in="2.0",
                 replacement="strategy.run(fn, args=(next(iterator),))",
+                # In a TF 1.x graph: strategy.run(fn, args=(iterator.get_next(),)).
+                rewrite=graph_loop("run"),
                 note="Needs the iterator rewritten too (see TPC009).",
                 probe=(_DIST_LIB, "StrategyV1.experimental_run")),
         LegacyAPI(
@@ -234,6 +241,7 @@ RECORDS = (
                 eras=("1.15",), removed_in=None,
                 replacement="tf.distribute.TPUStrategy(resolver) with a TF2 training "
                                         "loop",
+                rewrite=tf2_strategy("tf.distribute.TPUStrategy"),
                 note="The TF 1.x class (graph mode, steps_per_run) has no drop-in "
                           "TF2 equivalent.",
                 symbols=("tf.compat.v1.distribute.experimental.TPUStrategy",),
@@ -246,6 +254,7 @@ RECORDS = (
                 eras=("1.15",), removed_in="2.0",
                 replacement="the iterator's initializer property in graph mode; nothing "
                                         "in TF2",
+                rewrite=graph_loop("initializer"),
                 note="Distributed iterators in TF2 need no initialization.",
                 probe=("tensorflow.python.distribute.v1.input_lib", "DistributedIteratorV1.initialize")),
         LegacyAPI(
@@ -343,6 +352,7 @@ RECORDS = (
                 hook=calls(f"{_KERAS_ERA}:export_saved_model"),
                 eras=("1.15", "2.0"), removed_in="2.1",
                 replacement="model.save(path, save_format='tf')",
+                rewrite=call_to_method("save", "save_format='tf'"),
                 note="serving_only=True is include_optimizer=False; as_text has no "
                      "modern argument.",
                 symbols=("tf.keras.experimental.export_saved_model",
@@ -923,6 +933,7 @@ RECORDS = (
                 hook=imports("tensorflow.contrib"),
                 eras=("1.13", "1.14", "1.15"), removed_in="2.0",
                 replacement="the TF 2 name of each contrib name used (docs/migration.md)",
+                rewrite=drop_import(),
                 note="Where a TF 1.x program first stops on TF 2. Under tpu-compat run the "
                      "names tpu_compat serves import; scan reports every such import."),
         LegacyAPI(

@@ -24,6 +24,8 @@ __all__ = ["ERAS", "KIND_SYMBOL", "KIND_METHOD", "KIND_ARGUMENT", "KIND_ATTRIBUT
            "omits", "reads", "imports", "not_observable",
            "REWRITE_RENAME_METHOD", "REWRITE_ADD_KEYWORD", "REWRITE_REPLACE_CALL",
            "REWRITE_REPLACE_SYMBOL", "REWRITE_RENAME_KEYWORD", "REWRITE_REPLACE_MODULE",
+           "REWRITE_DROP_IMPORT", "REWRITE_TF2_STRATEGY", "REWRITE_CALL_TO_METHOD",
+           "REWRITE_GRAPH_LOOP", "drop_import", "tf2_strategy", "call_to_method", "graph_loop",
            "REWRITE_KINDS", "Rewrite", "rename_method", "add_keyword", "replace_call",
            "replace_symbol", "rename_keyword", "replace_module", "LegacyAPI", "present_in_installed"]
 
@@ -157,8 +159,15 @@ REWRITE_REPLACE_CALL = "replace_call"      # strategy.old(x) -> <to>(x)
 REWRITE_REPLACE_SYMBOL = "replace_symbol"  # the legacy dotted name -> <to>
 REWRITE_RENAME_KEYWORD = "rename_keyword"  # f(old=x) -> f(<to>=x)
 REWRITE_REPLACE_MODULE = "replace_module"  # from <legacy package>.m import x -> from <to>.m import x
+# Issue 35's TPUStrategy-era rewrites (kept together, apart from the others):
+REWRITE_DROP_IMPORT = "drop_import"        # an import whose every use was rewritten goes
+REWRITE_TF2_STRATEGY = "tf2_strategy"      # the TF 1.15 class built for Keras -> <to>(resolver)
+REWRITE_CALL_TO_METHOD = "call_to_method"  # f(obj, x) -> obj.<to>(x, <value>)
+REWRITE_GRAPH_LOOP = "graph_loop"          # TF 1.15's iterator loop -> its TF 2 graph-mode form
 REWRITE_KINDS = (REWRITE_RENAME_METHOD, REWRITE_ADD_KEYWORD, REWRITE_REPLACE_CALL,
-                 REWRITE_REPLACE_SYMBOL, REWRITE_RENAME_KEYWORD, REWRITE_REPLACE_MODULE)
+                 REWRITE_REPLACE_SYMBOL, REWRITE_RENAME_KEYWORD, REWRITE_REPLACE_MODULE,
+                 REWRITE_DROP_IMPORT, REWRITE_TF2_STRATEGY, REWRITE_CALL_TO_METHOD,
+                 REWRITE_GRAPH_LOOP)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,6 +214,32 @@ def replace_module(to, submodules):
     """Import statements of the record's import-hook package (or of one of
     ``submodules``, a space-separated list of its public modules) name ``to``."""
     return Rewrite(REWRITE_REPLACE_MODULE, to, value=submodules)
+
+
+def drop_import():
+    """An import of the record's import-hook package goes once every use of the
+    name it binds is rewritten to a TF 2 name (nothing is left that needs it)."""
+    return Rewrite(REWRITE_DROP_IMPORT, "")
+
+
+def tf2_strategy(to):
+    """The TF 1.15 strategy class, built for Keras only (its object is used for
+    ``scope()`` and ``num_replicas_in_sync``), becomes ``to``; ``steps_per_run``
+    goes (Keras' results do not depend on it)."""
+    return Rewrite(REWRITE_TF2_STRATEGY, to)
+
+
+def call_to_method(to, value):
+    """``f(obj, x)`` -> ``obj.<to>(x, <value>)``: a function of an object
+    becomes the object's method (``value``: keyword arguments added)."""
+    return Rewrite(REWRITE_CALL_TO_METHOD, to, value=value)
+
+
+def graph_loop(to):
+    """A piece of TF 1.15's graph-mode input loop (``make_dataset_iterator``,
+    ``experimental_run``, ``initialize()``) becomes ``to``, its TF 2.21 graph-mode
+    form, in a module that runs a graph."""
+    return Rewrite(REWRITE_GRAPH_LOOP, to)
 
 
 @dataclasses.dataclass(frozen=True)

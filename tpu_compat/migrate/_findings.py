@@ -55,6 +55,13 @@ class Site:
     visible: TensorFlow modules in scope at the finding, ``{name: path}``.
     uses: for legacy symbols bound to a name, each later use as
         ``("call", Call)`` or ``("other", None)``.
+    use_names: the Name node of each of those uses, in the same order.
+    result_uses: for a call assigned to a plain name (``s = TPUStrategy(r)``),
+        how that name is used: ``(attribute, called)`` per use (``("scope",
+        True)`` for ``s.scope()``, ``(None, False)`` for ``f(s)``); None when
+        the result is not assigned to a plain name.
+    graph: (methods) the module runs a TF 1.x graph: it disables eager
+        execution or names a ``tf.Session`` (or a monitored one).
     single_name: a ``from`` import that imports only this name.
     run_call: for ``experimental_run_v2(...)`` calls, a :class:`RunCall`.
     todo_note: why this finding needs a person although its rule has a rewrite.
@@ -74,6 +81,9 @@ class Site:
     receiver_pure: bool = False
     visible: Dict[str, str] = dataclasses.field(default_factory=dict)
     uses: List[Tuple[str, object]] = dataclasses.field(default_factory=list)
+    use_names: List[object] = dataclasses.field(default_factory=list)
+    result_uses: Optional[List[Tuple[Optional[str], bool]]] = None
+    graph: bool = False
     single_name: bool = False
     import_statement: object = None
     run_call: Optional[RunCall] = None

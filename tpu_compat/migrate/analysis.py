@@ -37,12 +37,16 @@ from libcst.metadata import (BuiltinScope, ClassScope, ExpressionContextProvider
                              ScopeProvider)
 
 from tpu_compat import tpu_strategy_args
-from tpu_compat.migrate import _libcst_fast, _positions, _rules, _walk, imports, sources
+from tpu_compat.migrate import (_libcst_fast, _object_uses, _positions, _rules, _walk, imports,
+                                sources)
 from tpu_compat.migrate._findings import HIGH, LOW, Finding, RunCall, Site
 
 __all__ = ["Analysis", "analyze", "dotted"]
 
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+# TF 1.x sessions: a module that names one runs its graph with it.
+_SESSIONS = frozenset({"Session", "InteractiveSession", "MonitoredSession",
+                       "MonitoredTrainingSession", "SingularMonitoredSession"})
 _LOOPS = (cst.For, cst.While, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _FUNCTIONS = (cst.FunctionDef, cst.Lambda)
 
@@ -201,6 +205,7 @@ class _Collector(cst.CSTVisitor):
         self.module_calls = []                     # (Call, scope): possible disable_eager
         self.import_seq: Dict[int, int] = {}       # id(import statement) -> seq
         self.callees: Dict[int, cst.Call] = {}     # id(func node) -> its Call
+        self.attribute_of: Dict[int, cst.Attribute] = {}  # id(x) -> the x.attr holding it
         self.name_uses = []                        # (Name, scope, Call or None)
         self._statements: List[cst.CSTNode] = []
         self._functions: List[cst.CSTNode] = []
@@ -211,6 +216,7 @@ class _Collector(cst.CSTVisitor):
         self._legacy_names = set()                 # names bound by legacy `from` imports
         self.deleted: Dict[int, Set[str]] = {}     # id(scope) -> names a `del` there unbinds
         self.makes_iterators = False               # calls make_dataset_iterator & co.
+        self.uses_session = False                  # names tf.Session & co. (a graph program)
 
     def _scope(self, node):
         return self.scopes.get(node)
@@ -359,6 +365,10 @@ class _Collector(cst.CSTVisitor):
             if path and _rules.import_rule(path):
                 # `import tensorflow.contrib.tpu`: the module itself is legacy.
                 self._add("import", alias, extra=(node, path, path))
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    # `import tensorflow.contrib.tpu as tpu`: its uses are tracked
+                    # too (upgrade drops the import once none is left).
+                    self._legacy_names.add(alias.asname.name.value)
 
     def visit_ImportFrom(self, node):
         self.import_seq[id(node)] = self._seq
@@ -389,7 +399,10 @@ class _Collector(cst.CSTVisitor):
             self._add("call", node, call=node)
 
     def visit_Attribute(self, node):
+        self.attribute_of[id(node.value)] = node
         attr = node.attr.value
+        if attr in _SESSIONS:
+            self.uses_session = True
         if attr in _rules.METHOD_RULES or attr in _rules.ATTRIBUTE_RULES:
             self._add("member", node, call=self.callees.get(id(node)))
         if attr in _rules.SYMBOL_LAST_NAMES:
@@ -694,6 +707,7 @@ class _Evaluator:
                                                   referent.name))
                 if site is not None:
                     site.uses.append(("call", call) if call is not None else ("other", None))
+                    site.use_names.append(name)
 
     def _symbol(self, candidate):
         node = candidate.node
@@ -721,6 +735,10 @@ class _Evaluator:
         elif value.others:
             site.todo_note = ("the name is bound to more than one module here: no one "
                               "rewrite is valid for all of them")
+        if candidate.call is not None:
+            site.result_uses = _object_uses.of_assigned_call(
+                candidate.statement, candidate.call, self.c.scopes, self.c.attribute_of,
+                self.c.callees)
         self._symbol_findings[id(node)] = site
         self.report(record, node, HIGH, site)
 
@@ -761,7 +779,8 @@ class _Evaluator:
             return
         site = Site("method", node=node, statement=candidate.statement, call=call,
                     receiver_pure=dotted(node.value) is not None,
-                    visible=self.visible_modules(candidate.scope, candidate.seq))
+                    visible=self.visible_modules(candidate.scope, candidate.seq),
+                    graph=self._graph_mode or self.c.uses_session)
         if call is not None:
             site.positional = len(_positional(call))
             site.keywords = tuple(_keywords(call))

@@ -28,20 +28,10 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
-from tpu_compat.migrate import _positions, _preserve, rewrites, scan, sources
+from tpu_compat.migrate import _positions, _preserve, _removal, rewrites, scan, sources
 
-__all__ = [
-    "FileUpgrade",
-    "Outcome",
-    "REPORTED",
-    "REWRITTEN",
-    "TODO",
-    "TODO_PREFIX",
-    "upgrade_bytes",
-    "upgrade_file",
-    "upgrade_source",
-    "upgrade_text",
-]
+__all__ = ["FileUpgrade", "Outcome", "REPORTED", "REWRITTEN", "TODO", "TODO_PREFIX",
+           "upgrade_bytes", "upgrade_file", "upgrade_source", "upgrade_text"]
 
 REWRITTEN, TODO, REPORTED = "rewritten", "todo", "reported"
 TODO_PREFIX = "# TODO(tpu_compat): "
@@ -108,9 +98,13 @@ class _Planner:
 
     def plan(self):
         # Arguments last: whether `device_assignment=` may be renamed depends
-        # on whether the constructor naming it is rewritten.
-        ordered = sorted(self.findings, key=lambda f: f.site is not None
-                         and f.site.kind in ("keyword", "positional"))
+        # on whether the constructor naming it is rewritten; an import is
+        # dropped only after every use of it is rewritten, a strategy class
+        # swapped only after its loop.
+        ordered = sorted(self.findings, key=lambda f: (
+            rewrites.drop_import.dropped_last(f),
+            f.site is not None and f.site.kind in ("keyword", "positional"),
+            rewrites.tf2_strategy.after_its_loop(f)))
         for finding in ordered:
             self._plan_one(finding)
         return [self.outcomes[id(f)] for f in self.findings]
@@ -127,6 +121,12 @@ class _Planner:
         """The edit planned for ``site``'s finding, or None."""
         return self._edit_of.get(id(site))
 
+    def cover(self, finding, edit, detail=""):
+        """``finding`` is rewritten by ``edit``, planned for another finding
+        (``steps_per_run=`` goes with the constructor it is passed to)."""
+        self._edit_of[id(finding.site)] = edit
+        self._set(finding, REWRITTEN, detail)
+
     def blocked(self, call):
         """Whether ``call`` has a finding that needs a person (so it is not rewritten)."""
         return id(call) in self._blocked_calls
@@ -138,6 +138,8 @@ class _Planner:
             self.todos.append(outcome)
 
     def _plan_one(self, finding):
+        if id(finding) in self.outcomes:  # covered by another finding's edit
+            return
         if finding.confidence != scan.HIGH:
             self._set(finding, REPORTED, "low confidence: not rewritten")
             return
@@ -179,6 +181,7 @@ class _Rewriter(cst.CSTTransformer):
         self.changed = []         # the original nodes edited (an edit or its `also`)
         self.todo_statements = []  # the original statements given TODO lines
         self.todo_placed = set()  # indices into todos
+        self._removals = _removal.Removals()
         self._todos = todos
         self._todo_homes = collections.defaultdict(list)
         for index, outcome in enumerate(todos):
@@ -212,6 +215,10 @@ class _Rewriter(cst.CSTTransformer):
                 updated_node, changed = edited, True
         if changed:
             self.changed.append(original_node)
+        if updated_node is _removal.REMOVE:
+            self._removals.removed(original_node)
+            return updated_node
+        updated_node = self._removals.fix_block(original_node, updated_node)
         indices = self._todo_homes.get(key)
         if indices:
             with_todos = self._add_todos(updated_node, indices,
@@ -266,8 +273,7 @@ def _rewrite(module, edits, todos, text):
         new_text = module.visit(rewriter).code
         _check_preserved(module, text, new_text, rewriter)
     for key in rewriter.applied:
-        required = edits[key].requires
-        if required is not None and id(required) not in rewriter.applied:
+        if any(id(node) not in rewriter.applied for node in edits[key].required_nodes()):
             # Renaming `device_assignment=` without the constructor would
             # break working code; never write half a rewrite.
             raise _RewriteFailed("a rewrite could not be completed")

@@ -29,6 +29,7 @@ import dataclasses
 import functools
 import importlib
 import importlib.abc
+import logging
 import sys
 from typing import Optional
 
@@ -40,9 +41,9 @@ __all__ = ["REDIRECTS", "ImportRouter", "Redirect", "tf1_import_route"]
 # leaves them out of the program's traceback (tpu_compat._callsite).
 __tpu_compat_plumbing__ = True
 
-# Every redirect below is about a name under this prefix: other imports skip
-# the routes (and the program-code check) altogether.
-_ROUTED_PREFIX = "tensorflow"
+# Every redirect below is about a name under these prefixes: other imports
+# skip the routes (and the program-code check) altogether.
+_ROUTED_PREFIX = ("tensorflow", "distutils")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,8 +80,14 @@ REDIRECTS = (
         imports="tensorflow.contrib[.X], from tensorflow import contrib (TF 1.12-1.14)",
         serves="tpu_compat.contrib (contrib/imports.py)",
         route="tpu_compat.contrib.imports:import_route",
-        why_here="innermost: it calls `import tensorflow` itself and must get "
-                 "TensorFlow's own module"),
+        why_here="innermost of the tensorflow rows: it calls `import tensorflow` itself "
+                 "and must get TensorFlow's own module"),
+    Redirect(
+        imports="import distutils (the Colabs' distutils.version.LooseVersion check)",
+        serves="distutils with distutils.version imported, as on the era's Pythons "
+               "(patching/distutils_imports.py)",
+        route="tpu_compat.patching.distutils_imports:import_route",
+        why_here="concerns names no other row serves"),
 )
 
 
@@ -98,12 +105,16 @@ def tf1_import_route(changes):
     """
     del changes
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    from tensorflow.python.util import deprecation  # pylint: disable=import-outside-toplevel
-    # TF 2.21 logs "disable_resource_variables ... is deprecated" from inside
-    # disable_v2_behavior(); the program under TF 1.15 never saw it, and the
-    # call is ours, not the program's.
-    with deprecation.silence():
+    # TF 2.21 logs "disable_resource_variables ... is deprecated" (a WARNING on
+    # TensorFlow's logger) from inside disable_v2_behavior(); the program under
+    # TF 1.15 never saw it, and the call is ours, not the program's.
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
         tf.compat.v1.disable_v2_behavior()
+    finally:
+        logger.setLevel(level)
     compat_v1 = tf.compat.v1
 
     def route(next_import, name, globals=None, locals=None, fromlist=(), level=0):  # pylint: disable=redefined-builtin

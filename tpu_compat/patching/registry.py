@@ -79,6 +79,11 @@ def _strategy_devices(installation):
     devices.route_strategy_devices(installation.changes)
 
 
+def _replica_all_reduce(installation):
+    from tpu_compat.lowlevel import replica_all_reduce  # pylint: disable=import-outside-toplevel
+    replica_all_reduce.patch_all_reduce(installation.changes)
+
+
 def _empty_batches(installation):
     from tpu_compat.runtime import empty_batches  # pylint: disable=import-outside-toplevel
     empty_batches.guard_empty_batches(installation.changes)
@@ -162,6 +167,10 @@ PATCHES = (
     Patch("strategy devices", _strategy_devices,
           "Mirrored/OneDevice strategies' device arguments resolved on the emulated TPU "
           "(runtime/devices)"),
+    Patch("replica all-reduce", _replica_all_reduce,
+          "ReplicaContext.all_reduce on the emulated TPU: its gradient without "
+          "custom_gradient's walk through every replica's graph (lowlevel/replica_all_reduce)",
+          targets=("distribute_lib:ReplicaContextBase.all_reduce",)),
     Patch("empty batches", _empty_batches,
           "with oneDNN on, the emulated replicas' convolutions give an empty batch "
           "a TPU core's result (runtime/empty_batches)",

@@ -270,6 +270,17 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
         # the emulated TPU keeps that quirk so programs behave as on a TPU.
         if self.steps_per_run == 1:
             iterations = 1
+        return self._run_exact_steps_on_iterator(fn, iterator, iterations, initial_loop_values)
+
+    def _run_exact_steps_on_iterator(self, fn, iterator, iterations, initial_loop_values=None):
+        """The multi-step loop of exactly ``iterations`` steps, whatever ``steps_per_run`` is.
+
+        TPUEstimator's own loop: TF 1.15's TPUEstimator did not run through
+        TPUStrategy (tensorflow_estimator r1.15, tpu_estimator.py: its
+        ``training_loop.repeat(iterations_per_loop_var, ...)``), so the
+        strategy's steps_per_run == 1 quirk above is not its behaviour; its
+        evaluation runs all ``steps`` in one loop even with iterations_per_loop=1.
+        """
         return steps.run_steps_on_iterator(
             super()._experimental_run_steps_on_iterator, fn, iterator,
             iterations, initial_loop_values)

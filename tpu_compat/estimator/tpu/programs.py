@@ -148,10 +148,22 @@ def build_program(settings, strategy, wrapper, input_fn, mode, run_steps):
 
 
 def _run_loop(strategy, step_fn, pipeline, iterations, initial):
-    """The strategy's multi-step loop; host functions are built outside its scope."""
+    """The strategy's multi-step loop of exactly ``iterations`` steps; host functions
+    are built outside its scope.
+
+    Not the strategy's ``_experimental_run_steps_on_iterator``: with
+    iterations_per_loop=1 (the strategy's steps_per_run) that runs ONE step
+    whatever ``iterations`` says (TPUStrategy's quirk), and evaluation, which
+    runs all its steps in one loop, then evaluated one batch and its host
+    calls waited for the other steps' outfeed forever (BERT's run_classifier
+    with --iterations_per_loop=1: 8 eval steps, 1 run).
+    """
+    extended = strategy.extended
+    run = getattr(extended, "_run_exact_steps_on_iterator", None)
+    if run is None:  # a real TPU's TPUExtended
+        run = extended._experimental_run_steps_on_iterator  # pylint: disable=protected-access
     with strategy.scope():
-        return strategy.extended._experimental_run_steps_on_iterator(  # pylint: disable=protected-access
-            step_fn, _LoopInputs(pipeline), iterations, initial_loop_values=initial)
+        return run(step_fn, _LoopInputs(pipeline), iterations, initial_loop_values=initial)
 
 
 def _build_train(settings, ctx, strategy, wrapper, pipeline, run_steps, iterations):
@@ -217,7 +229,7 @@ def _build_train(settings, ctx, strategy, wrapper, pipeline, run_steps, iteratio
         hooks.append(HostCallHook(
             after_run_ops=host_ops["host_call"], runs_per_step=lambda: state.iterations,
             every_n=settings.host_call_every_n_steps,
-            skip_op=host_queue[0].skip_op()))
+            skip_op=host_queue[0].skip_op(), queued_op=host_queue[0].queue.size()))
     log_steps = settings.log_every_n_steps
     if log_steps:
         every_loops = int(math.ceil(log_steps / per_loop))
@@ -285,7 +297,8 @@ def _build_eval(settings, ctx, strategy, wrapper, pipeline, steps, host_vars):
         metric_ops = {name: (value, loop_done) for name, (value, _) in metrics.items()}
         after = updates + ([host_ops["host_call"]] if "host_call" in host_ops else [])
         hooks.append(HostCallHook(after_run_ops=after,
-                                  runs_per_step=lambda: state.iterations))
+                                  runs_per_step=lambda: state.iterations,
+                                  queued_op=host_queue[0].queue.size()))
     else:
         with tf.control_dependencies([loop_done]):
             mean_loss = tf.identity(mean_loss)

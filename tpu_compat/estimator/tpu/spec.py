@@ -82,12 +82,15 @@ class HostCallHook(tf.compat.v1.train.SessionRunHook):
     """
 
     def __init__(self, fetches=None, after_run_ops=None, runs_per_step=None,
-                 every_n=1, skip_op=None):
+                 every_n=1, skip_op=None, queued_op=None):
         self._fetches = fetches
         self._after_run_ops = after_run_ops
         self._runs_per_step = runs_per_step
         self._every_n = every_n
         self._skip_op = skip_op
+        # The host-call queue's size: each dequeue below waits for a step's
+        # outfeed, so fewer queued steps than expected would wait forever.
+        self._queued_op = queued_op
 
     def begin(self):
         self._init_ops = list(summary_ops_v2.summary_writer_initializer_op())
@@ -113,6 +116,14 @@ class HostCallHook(tf.compat.v1.train.SessionRunHook):
         del run_values
         if self._after_run_ops is None:
             return
+        if self._queued_op is not None and self._pending:
+            queued = int(run_context.session.run(self._queued_op))
+            if queued < self._pending:
+                raise RuntimeError(
+                    f"TPUEstimator host calls: the loop ran {queued} step(s) but "
+                    f"{self._pending} were expected; their host_call/eval_metrics "
+                    f"would wait for the missing steps forever (a tpu_compat bug: "
+                    f"please report it)")
         for step in range(self._pending):
             if step % self._every_n == 0:
                 run_context.session.run(self._after_run_ops)

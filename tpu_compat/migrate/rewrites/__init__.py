@@ -15,6 +15,8 @@ tests/test_migrate_upgrade.py checks that the two lists agree.
 
 from tpu_compat.migrate.rewrites import (add_keyword, rename_keyword, rename_method,
                                          replace_call, replace_module, replace_symbol)
+# Issue 35's TPUStrategy-era kinds.
+from tpu_compat.migrate.rewrites import call_to_method, drop_import, graph_loop, tf2_strategy
 from tpu_compat.migrate.rewrites._edit import Edit
 
 __all__ = ["Edit", "KINDS", "plan"]
@@ -23,6 +25,8 @@ __all__ = ["Edit", "KINDS", "plan"]
 KINDS = {module.KIND: module for module in (rename_method, add_keyword, replace_call,
                                              replace_symbol, rename_keyword,
                                              replace_module)}
+KINDS.update({module.KIND: module for module in (drop_import, tf2_strategy, call_to_method,
+                                                  graph_loop)})
 
 
 def plan(planner, finding):

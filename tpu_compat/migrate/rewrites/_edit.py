@@ -19,8 +19,9 @@ class Edit:
     "could not be located for rewriting" instead of being edited wrongly.
 
     kind: the table's ``rewrite=`` kind that planned it (one vocabulary).
-    requires: another edit's node that must be edited too, or the rewrite of
-        the whole file is refused (never write half a rewrite).
+    requires: another edit's node (or a tuple of them) that must be edited
+        too, or the rewrite of the whole file is refused (never write half a
+        rewrite).
     also: an edit of another node that goes with this one (the Call around a
         renamed method whose ``fn`` is wrapped); it is applied first when its
         node is left, and does not count as this edit being located.
@@ -29,8 +30,14 @@ class Edit:
     node_type: type
     change: Callable[[cst.CSTNode, cst.CSTNode], cst.CSTNode]
     kind: str
-    requires: Optional[cst.CSTNode] = None
+    requires: Optional[object] = None  # a node or a tuple of nodes
     also: Optional["Edit"] = None
+
+    def required_nodes(self):
+        """The nodes ``requires`` names, as a tuple."""
+        if self.requires is None:
+            return ()
+        return self.requires if isinstance(self.requires, tuple) else (self.requires,)
 
     def apply_to(self, original, updated):
         """``updated`` changed, or None when ``original`` is not a node this edit fits."""

@@ -7,6 +7,7 @@ import libcst as cst
 
 from tpu_compat import legacy_api
 from tpu_compat.migrate import _rules, imports
+from tpu_compat.migrate.rewrites import tf2_strategy
 from tpu_compat.migrate.rewrites._edit import Edit
 
 __all__ = ["KIND", "plan"]
@@ -31,6 +32,10 @@ def plan(planner, finding, rewrite):
         # Other names (constants, functions, modules, same-class aliases such
         # as tf.contrib.data.AUTOTUNE) are the same object under the new name.
         return "a reference, not a construction (isinstance checks and aliases need review)"
+    if strategy_class and site.call is not None and tf2_strategy.steps_only(planner, finding):
+        # `steps_per_run` says this is the TF 1.15 class (tpu_strategy_args):
+        # rewritten as the compat.v1 class is, where its uses allow.
+        return tf2_strategy.plan_tf1_class(planner, finding)
     if planner.blocked(site.call):
         return "other arguments of this call need a manual change first"
     root = site.written.split(".", 1)[0]

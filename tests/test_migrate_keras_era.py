@@ -1,0 +1,198 @@
+"""Issue 35's TPUStrategy-era rewrites: contrib imports dropped once every name
+they bind is rewritten, the TF 1.15 TPUStrategy built for Keras made TF 2's,
+``export_saved_model(model, path)`` made ``model.save(path, save_format='tf')``,
+and TF 1.15's graph-mode loop (make_dataset_iterator, experimental_run,
+initialize()) made its TF 2.21 graph-mode form. Each as (before, after), the
+cases that keep their TODO, and whole programs run legacy and migrated
+(strict) with the same numbers."""
+
+import math
+import os
+import shutil
+
+import pytest
+from conftest import check_ok, parse_numbers, run_cli
+
+from tpu_compat.migrate import report, upgrade
+
+PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrate_programs")
+V1 = "import tensorflow.compat.v1 as tf\n"
+TF = "import tensorflow as tf\n"
+
+
+def _upgrade(source):
+    result = upgrade.upgrade_bytes("snippet.py", source.encode("utf-8"))
+    assert result.error is None, result.error
+    return result.output.decode("utf-8"), result.outcomes
+
+
+REWRITES = [
+    # contrib imports: every use rewritten -> the import goes, its comments stay.
+    (V1 + "# bring-up\nfrom tensorflow.contrib import cluster_resolver as ccr\n"
+     "r = ccr.TPUClusterResolver(tpu='')\n",
+     V1 + "# bring-up\nr = tf.distribute.cluster_resolver.TPUClusterResolver(tpu='')\n"),
+    (V1 + "import tensorflow.contrib.distribute as cd\n\n\ndef f(r):\n"
+     "    cd.initialize_tpu_system(r)\n",
+     V1 + "\n\ndef f(r):\n    tf.tpu.experimental.initialize_tpu_system(r)\n"),
+    # an unused contrib import fails under TF 2 and means nothing: it goes
+    (V1 + "from tensorflow.contrib import distribute as cd\nx = 1\n", V1 + "x = 1\n"),
+    # the only statement of a block: a `pass` keeps the block
+    (V1 + "if True:\n    from tensorflow.contrib import distribute as cd\n",
+     V1 + "if True:\n    pass\n"),
+    # the TF 1.15 class for Keras: TF 2's, steps_per_run gone, positional or not
+    (V1 + "s = tf.distribute.experimental.TPUStrategy(r, steps_per_run=100)\n"
+     "with s.scope():\n    m = build()\nn = s.num_replicas_in_sync\n",
+     V1 + "s = tf.compat.v2.distribute.TPUStrategy(r)\n"
+     "with s.scope():\n    m = build()\nn = s.num_replicas_in_sync\n"),
+    (V1 + "s = tf.distribute.experimental.TPUStrategy(r, 8, da)\nwith s.scope():\n    pass\n",
+     V1 + "s = tf.compat.v2.distribute.TPUStrategy(r, experimental_device_assignment=da)\n"
+     "with s.scope():\n    pass\n"),
+    (TF + "s = tf.compat.v1.distribute.experimental.TPUStrategy(\n"
+     "    tpu_cluster_resolver=r,  # the TPU\n    steps_per_run=4)\n",
+     TF + "s = tf.compat.v2.distribute.TPUStrategy(\n    tpu_cluster_resolver=r)\n"),
+    # TF 1.13's contrib spelling, through the compat.v1 class in one run
+    (TF + "s = tf.contrib.distribute.TPUStrategy(r, steps_per_run=100)\n"
+     "with s.scope():\n    pass\n",
+     TF + "s = tf.compat.v2.distribute.TPUStrategy(r)\nwith s.scope():\n    pass\n"),
+    # TF 1.15's graph-mode loop (a module with a tf.Session) -> TF 2.21's graph-mode form
+    (TF + "s = tf.distribute.experimental.TPUStrategy(r, steps_per_run=2)\n"
+     "it = s.make_dataset_iterator(ds)\nout = s.experimental_run(step, it)\n"
+     "loss = s.reduce(tf.distribute.ReduceOp.SUM, out)\n"
+     "with tf.Session() as sess:\n    sess.run(it.initialize())\n",
+     TF + "s = tf.compat.v2.distribute.TPUStrategy(r)\n"
+     "it = s.experimental_distribute_dataset(ds).make_initializable_iterator()\n"
+     "out = s.run(step, args=(it.get_next(),))\n"
+     "loss = s.reduce(tf.distribute.ReduceOp.SUM, out, axis=None)\n"
+     "with tf.Session() as sess:\n    sess.run(it.initializer)\n"),
+    (V1 + "tf.disable_eager_execution()\n"
+     "out = strategy.experimental_run(fn=step, input_iterator=self.it)\n",
+     V1 + "tf.disable_eager_execution()\nout = strategy.run(step, args=(self.it.get_next(),))\n"),
+    # export_saved_model -> Model.save
+    (TF + "tf.keras.experimental.export_saved_model(model, path)\n",
+     TF + "model.save(path, save_format='tf')\n"),
+    (V1 + "tf.keras.experimental.export_saved_model(\n    self.model, saved_model_path=p,"
+     " serving_only=True)\n",
+     V1 + "self.model.save(\n    p, save_format='tf', include_optimizer=False)\n"),
+]
+
+
+@pytest.mark.parametrize("before,after", REWRITES, ids=[b for b, _ in REWRITES])
+def test_rewrites(before, after):
+    out, outcomes = _upgrade(before)
+    assert out == after
+    assert {o.action for o in outcomes} == {upgrade.REWRITTEN}, outcomes
+    assert _upgrade(out) == (out, [])  # nothing legacy left; a second run changes nothing
+
+
+TODOS = [
+    # a use with no TF 2 name keeps the import (and both TODOs)
+    (V1 + "from tensorflow.contrib import distribute as cd\ns = cd.MirroredStrategy()\n",
+     "TPC100", "the TODOs of those uses"),
+    (V1 + "from tensorflow.contrib import tpu, distribute\nx = 1\n",
+     "TPC100", "other names too"),
+    (V1 + "import tensorflow.contrib.tpu\n", "TPC100", "binds `tensorflow`"),
+    # a custom loop on the TF 1.15 class: the structure must change first
+    (V1 + "s = tf.distribute.experimental.TPUStrategy(r, steps_per_run=2)\n"
+     "it = s.make_dataset_iterator(ds)\n", "TPC017", ".make_dataset_iterator"),
+    (V1 + "s = tf.distribute.experimental.TPUStrategy(r)\ntrain(s)\n",
+     "TPC017", "passed or rebound"),
+    (V1 + "self.s = tf.distribute.experimental.TPUStrategy(r)\n", "TPC017", "not assigned"),
+    # the loop in eager code: there is no initializable iterator there
+    (V1 + "it = strategy.make_dataset_iterator(ds)\n", "TPC009", "not a graph program"),
+    (V1 + "tf.Session\nout = strategy.experimental_run(step)\n", "TPC011",
+     "only experimental_run(fn, iterator)"),
+    # an iterator fed to experimental_run_steps_on_iterator stays as written
+    (V1 + "it = strategy.make_dataset_iterator(ds)\n"
+     "strategy.extended.experimental_run_steps_on_iterator(f, it)\nsess = tf.Session()\n",
+     "TPC009", "experimental_run_steps_on_iterator"),
+    # a loop the rewrite does not cover keeps the strategy's TODO too
+    (V1 + "s = tf.distribute.experimental.TPUStrategy(r, steps_per_run=2)\n"
+     "it = s.make_dataset_iterator(ds)\ns.extended.experimental_run_steps_on_iterator(f, it)\n"
+     "sess = tf.Session()\n", "TPC017", ".extended"),
+    (TF + "tf.keras.experimental.export_saved_model(model, p, as_text=True)\n",
+     "TPC026", "as_text="),
+    (TF + "tf.keras.experimental.export_saved_model(make(), p)\n",
+     "TPC026", "an expression"),
+    (TF + "tf.keras.experimental.export_saved_model(model, p, serving_only=flag)\n",
+     "TPC026", "serving_only="),
+]
+
+
+@pytest.mark.parametrize("before,rule,why", TODOS, ids=[b for b, _, _ in TODOS])
+def test_todos(before, rule, why):
+    out, outcomes = _upgrade(before)
+    mine = [o for o in outcomes if o.finding.rule == rule]
+    assert mine and all(o.action == upgrade.TODO for o in mine), outcomes
+    assert any(why in o.detail for o in mine), [o.detail for o in mine]
+    assert f"# TODO(tpu_compat): {rule} " in out
+    assert _upgrade(out)[0] == out
+
+
+def test_a_dropped_import_needs_every_use_written(monkeypatch):
+    """A use whose rewrite cannot be placed keeps the file as it was: never an
+    import dropped with a use of it left."""
+    from tpu_compat.migrate.rewrites import replace_symbol
+    monkeypatch.setattr(replace_symbol, "_replace_chain", lambda dotted, original, updated: None)
+    source = (V1 + "from tensorflow.contrib import cluster_resolver as ccr\n"
+              "r = ccr.TPUClusterResolver()\n")
+    result = upgrade.upgrade_bytes("x.py", source.encode())
+    assert result.error is not None and "could not be completed" in result.error.message
+    assert not result.changed
+
+
+@pytest.mark.requires_tf
+def test_keras_program_migrates_and_runs_strict_with_the_same_numbers(tmp_path):
+    name = "keras_tpu_strategy_legacy.py"
+    legacy = tmp_path / name
+    shutil.copy(os.path.join(PROGRAMS, name), legacy)
+    result = upgrade.upgrade_file(str(legacy))
+    assert result.error is None, result.error
+    assert result.changed and report.legacy_free(result), result.outcomes
+    text = result.output.decode("utf-8")
+    assert "tensorflow.contrib" not in text and "steps_per_run=" not in text
+    assert "# The contrib modules of TF 1.13/1.14 bring-up." in text  # comments stay
+    migrated = tmp_path / "keras_tpu_strategy_migrated.py"
+    migrated.write_bytes(result.output)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    before = check_ok(run_cli("run", "--replicas", "8", str(legacy),
+                              f"--model_dir={tmp_path / 'a'}"))
+    after = check_ok(run_cli("run", "--replicas", "8", "--warnings", "error", "--strict", "on",
+                             str(migrated), f"--model_dir={tmp_path / 'b'}"))
+    numbers, migrated_numbers = parse_numbers(before.stdout), parse_numbers(after.stdout)
+    assert {"replicas", "loss", "accuracy", "kernel_0_sum", "saved_model"} <= set(numbers)
+    assert numbers["replicas"] == 8 and numbers["saved_model"] == 1
+    assert set(numbers) == set(migrated_numbers)
+    for key, value in numbers.items():
+        assert math.isclose(value, migrated_numbers[key], rel_tol=1e-5, abs_tol=1e-6), (
+            key, value, migrated_numbers[key])
+
+
+@pytest.mark.requires_tf
+def test_graph_loop_program_migrates_and_runs_strict_with_the_same_numbers(tmp_path):
+    """TF 1.15's session loop on the TPU strategy (`tpu-compat run --tf1`), upgraded
+    to its TF 2.21 graph-mode form, keeps its structure and numbers under
+    `--warnings error --strict on`."""
+    name = "tpu_graph_loop_legacy.py"
+    legacy = tmp_path / name
+    shutil.copy(os.path.join(PROGRAMS, name), legacy)
+    result = upgrade.upgrade_file(str(legacy))
+    assert result.error is None, result.error
+    assert result.changed and report.legacy_free(result), result.outcomes
+    text = result.output.decode("utf-8")
+    for new in ("make_initializable_iterator()", "args=(iterator.get_next(),)",
+                "iterator.initializer", "tf.compat.v2.distribute.TPUStrategy(resolver)",
+                "with tf.Session() as session:"):
+        assert new in text, text
+    migrated = tmp_path / "tpu_graph_loop_migrated.py"
+    migrated.write_bytes(result.output)
+    before = check_ok(run_cli("run", "--tf1", "--replicas", "8", str(legacy)))
+    after = check_ok(run_cli("run", "--tf1", "--replicas", "8", "--warnings", "error",
+                             "--strict", "on", str(migrated)))
+    numbers, migrated_numbers = parse_numbers(before.stdout), parse_numbers(after.stdout)
+    assert {"replicas", "loss_0", "loss_2", "w_sum"} <= set(numbers)
+    assert numbers["replicas"] == 8 and numbers["loss_2"] < numbers["loss_0"]
+    assert set(numbers) == set(migrated_numbers)
+    for key, value in numbers.items():
+        assert math.isclose(value, migrated_numbers[key], rel_tol=1e-5, abs_tol=1e-6), (
+            key, value, migrated_numbers[key])

@@ -1,0 +1,118 @@
+"""``graph_loop``: TF 1.15's graph-mode input loop in its TF 2.21 graph-mode form.
+
+In a module that runs a graph (it disables eager execution or names a
+``tf.Session``), keeping the program's structure, session loop and numbers:
+
+* ``it = strategy.make_dataset_iterator(ds)`` (TPC009) ->
+  ``it = strategy.experimental_distribute_dataset(ds).make_initializable_iterator()``;
+* ``strategy.experimental_run(fn, it)`` (TPC011) ->
+  ``strategy.run(fn, args=(it.get_next(),))``: TF 1.15's ``experimental_run``
+  called ``fn`` on each replica with the iterator's next element
+  (tensorflow/python/distribute/distribute_lib.py, r1.15, ``StrategyV1.experimental_run``
+  and ``_call_for_each_replica``), which is ``run``'s ``args=(next element,)``;
+* ``sess.run(it.initialize())`` (TPC018) -> ``sess.run(it.initializer)``: the
+  same initializer ops, grouped (TF 1.15's own deprecation says to use it).
+
+Not in a graph program (eager code has no initializable iterator), or with
+arguments this cannot place, the TODO stays.
+"""
+
+import libcst as cst
+
+from tpu_compat import legacy_api
+from tpu_compat.migrate.rewrites._edit import Edit
+
+__all__ = ["KIND", "plan"]
+
+KIND = legacy_api.REWRITE_GRAPH_LOOP
+_STEPS_ON_ITERATOR = "TPC012"
+
+
+def plan(planner, finding, rewrite):
+    del rewrite
+    site = finding.site
+    if not site.graph:
+        return "not a graph program (no tf.Session, eager not disabled): use the TF 2 loop"
+    call = site.call
+    if call is None or site.starred or call.func is not site.node:
+        return "a reference, not a call"
+    name = finding.record.name
+    if name == "make_dataset_iterator":
+        return _plan_iterator(planner, finding, call)
+    if name == "experimental_run":
+        return _plan_run(planner, finding, call)
+    if call.args:
+        return "initialize() with arguments"
+    planner.edit(finding, Edit(call, cst.Call, _initializer, KIND))
+    return None
+
+
+def _only(call, names):
+    """The call's arguments by parameter ``names`` (positional or keyword), or None."""
+    placed = {}
+    for index, arg in enumerate(call.args):
+        if arg.keyword is None:
+            if index >= len(names):
+                return None
+            placed[names[index]] = arg.value
+        elif arg.keyword.value in names:
+            placed[arg.keyword.value] = arg.value
+        else:
+            return None
+    return placed if set(placed) == set(names) else None
+
+
+def _plan_iterator(planner, finding, call):
+    # TF 1.15: make_dataset_iterator(self, dataset).
+    if _only(call, ("dataset",)) is None:
+        return "only make_dataset_iterator(dataset) is rewritten"
+    if any(f.rule == _STEPS_ON_ITERATOR for f in planner.findings):
+        # Its loop (MultiStepContext) needs the TF 2 form first; the iterator
+        # it is fed stays the one it was written for.
+        return "the module runs experimental_run_steps_on_iterator, which needs the TF 2 loop first"
+    planner.edit(finding, Edit(call, cst.Call, _iterator, KIND))
+    return None
+
+
+def _plan_run(planner, finding, call):
+    # TF 1.15: experimental_run(self, fn, input_iterator=None).
+    placed = _only(call, ("fn", "input_iterator"))
+    if placed is None:
+        return "only experimental_run(fn, iterator) is rewritten"
+    if not finding.site.receiver_pure:
+        return "the receiver is an expression whose evaluation would move"
+    planner.edit(finding, Edit(call, cst.Call, _run, KIND))
+    return None
+
+
+def _iterator(original, updated):
+    del original
+    distributed = updated.with_changes(
+        func=updated.func.with_changes(attr=cst.Name("experimental_distribute_dataset")),
+        args=[arg.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)
+              for arg in updated.args])
+    return cst.Call(cst.Attribute(distributed, cst.Name("make_initializable_iterator")),
+                    lpar=updated.lpar, rpar=updated.rpar)
+
+
+def _run(original, updated):
+    """``strategy.experimental_run(fn, it)`` -> ``strategy.run(fn, args=(it.get_next(),))``."""
+    del original
+    fn = next(arg.value for index, arg in enumerate(updated.args)
+              if (arg.keyword is None and index == 0)
+              or (arg.keyword is not None and arg.keyword.value == "fn"))
+    iterator = next(arg.value for arg in updated.args if arg.value is not fn)
+    element = cst.Call(cst.Attribute(iterator, cst.Name("get_next")))
+    args = cst.Tuple([cst.Element(element, comma=cst.Comma())])
+    return updated.with_changes(
+        func=updated.func.with_changes(attr=cst.Name("run")),
+        args=[cst.Arg(fn, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+              cst.Arg(args, keyword=cst.Name("args"),
+                      equal=cst.AssignEqual(cst.SimpleWhitespace(""),
+                                            cst.SimpleWhitespace("")))])
+
+
+def _initializer(original, updated):
+    del original
+    return cst.Attribute(updated.func.value, cst.Name("initializer"),
+                         lpar=updated.lpar, rpar=updated.rpar)
