@@ -110,12 +110,10 @@ _RECORD = textwrap.dedent("""
 
     registry.PATCHES = tuple(watched(row) for row in registry.PATCHES)
     tables = {"": registry.PATCHES}
-    try:
-        from tpu_compat.keras import routes
-        routes.TF_KERAS_PATCHES = tuple(watched(row, "keras/") for row in routes.TF_KERAS_PATCHES)
-        tables["keras/"] = routes.TF_KERAS_PATCHES
-    except (ImportError, AttributeError):
-        pass
+    from tpu_compat.keras import routes
+    routes.TF_KERAS_PATCHES = tuple(watched(row, "keras/") for row in routes.TF_KERAS_PATCHES)
+    tables["keras/"] = routes.TF_KERAS_PATCHES
+    tables["keras 3/"] = routes.KERAS3_PATCHES
     registry.install()
     aliases = {alias.name: sys.modules.get(alias.name) is import_router.alias_target(alias)
                for alias in getattr(import_router, "ALIASES", ())}
@@ -150,5 +148,18 @@ def test_every_attribute_a_row_replaces_is_one_of_its_targets(recorded):
                   for name, replaced in recorded["replaced"].items()}
     assert {name: found for name, found in undeclared.items() if found} == {}
     # the recording saw the rows it is about
-    assert {"API routes", "numerics", "empty batches", "tensorflow hooks",
-            "keras"} <= set(recorded["replaced"])
+    assert {"API routes", "numerics", "empty batches", "tensorflow hooks", "keras/compile",
+            "keras/tf_keras hooks", "keras/era names"} <= set(recorded["replaced"])
+
+
+@pytest.mark.requires_tf
+def test_keras_inner_rows_targets_are_below_the_keras_rows(recorded):
+    # Keras's inner tables (keras/routes.py) are walked by the registry's "keras" row:
+    # what they replace is what that row declares it replaces.
+    outer = recorded["declared"]["keras"]
+    inner = {name: targets for name, targets in recorded["declared"].items()
+             if name.startswith(("keras/", "keras 3/"))}
+    assert len(inner) >= 12
+    assert {name: [target for target in targets
+                   if not any(rows.overlap(claim, target) for claim in outer)]
+            for name, targets in inner.items()} == {name: [] for name in inner}

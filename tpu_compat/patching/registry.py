@@ -108,7 +108,7 @@ def _tensorflow_hooks(installation):
 
 def _keras(installation):
     from tpu_compat.keras import routes  # pylint: disable=import-outside-toplevel
-    routes.route_keras(installation.changes, installation.router)
+    routes.route_keras(installation)
 
 
 def _import_redirects(installation):
@@ -233,7 +233,9 @@ PATCHES = (
     Patch("keras", _keras,
           "tf_keras and Keras 3 under the adapters, now or when first imported "
           "(keras/routes: compile, fit loops, metric variables, era names, their hooks)",
-          targets=("tf_keras", "keras", "sys:meta_path", "sys.modules:tensorflow.keras")),
+          # its inner rows' targets (keras/routes.py's tables) are all below these
+          targets=("tf_keras", "keras", "tf.keras", "sys:meta_path",
+                   "sys.modules:tensorflow.keras")),
     Patch("import redirects", _import_redirects,
           "the program's tensorflow.python.keras and tensorflow.contrib imports, and "
           "tf.contrib on compat.v1 (import_router.REDIRECTS)",
