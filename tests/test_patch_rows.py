@@ -8,15 +8,19 @@ replaces is one of its declared targets, and every ``sys.modules`` alias of the
 router's table resolves while installed and is gone after ``uninstall()``.
 """
 
+import ast
 import json
+import pathlib
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
 from conftest import REPO_ROOT, subprocess_env
-from tpu_compat.patching import registry, rows
+from tpu_compat.patching import changes as changes_lib
+from tpu_compat.patching import import_router, registry, rows
 
 
 def _row(name, targets, after=None):
@@ -79,6 +83,61 @@ def test_the_tensorflow_hooks_rows_targets_are_the_legacy_tables():
     assert set(declared) == table
 
 
+# -- sys.modules aliases: one table, in the import router ------------------------------
+
+# Who else writes sys.modules, and why it is not install()'s alias.
+_OTHER_SYS_MODULES_WRITERS = {
+    "runner.py": "the program's own module as __main__, as python does",
+}
+
+
+def _sys_modules_writes(tree):
+    """Lines that set, delete or pop a ``sys.modules`` entry."""
+    def is_sys_modules(node):
+        return (isinstance(node, ast.Attribute) and node.attr == "modules"
+                and isinstance(node.value, ast.Name) and node.value.id == "sys")
+    found = []
+    for node in ast.walk(tree):
+        targets = (node.targets if isinstance(node, (ast.Assign, ast.Delete))
+                   else [node.target] if isinstance(node, ast.AugAssign) else [])
+        if any(isinstance(t, ast.Subscript) and is_sys_modules(t.value) for t in targets):
+            found.append(node.lineno)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and is_sys_modules(node.func.value)
+              and node.func.attr in ("__setitem__", "__delitem__", "pop", "setdefault",
+                                     "update", "popitem", "clear")):
+            found.append(node.lineno)
+    return found
+
+
+def test_only_the_import_router_puts_aliases_in_sys_modules():
+    package = pathlib.Path(REPO_ROOT) / "tpu_compat"
+    writers = {}
+    for path in sorted(package.rglob("*.py")):
+        lines = _sys_modules_writes(ast.parse(path.read_text(encoding="utf-8")))
+        if lines:
+            writers[str(path.relative_to(package))] = lines
+    assert set(writers) == {"patching/import_router.py"} | set(_OTHER_SYS_MODULES_WRITERS)
+    # the checker sees each kind of write
+    source = ("import sys\nsys.modules['a'] = m\ndel sys.modules['a']\n"
+              "sys.modules.pop('a', None)\nsys.modules.__setitem__('a', m)\nsys.modules.get('a')\n")
+    assert _sys_modules_writes(ast.parse(source)) == [2, 3, 4, 5]
+
+
+def test_each_alias_is_made_by_a_row_and_says_why():
+    names = [row.name for row in import_router.ALIASES]
+    assert len(names) == len(set(names)) == 13
+    registry_rows = {row.name for row in registry.PATCHES}
+    for row in import_router.ALIASES:
+        assert row.why
+        assert row.made_by in registry_rows | {"era names", "optimizer base"}  # keras/routes.py
+    assert [row.name for row in import_router.aliases("optimizer base")] == [
+        "tensorflow.keras.optimizers"]
+    with pytest.raises(ValueError, match="'x' is not a row of import_router.ALIASES"):
+        router = import_router.ImportRouter(changes_lib.Changes(), threading.RLock())
+        router.alias(import_router.Alias("x", "os", "y", "z"))
+
+
 # -- one installation, recorded --------------------------------------------------------
 
 _RECORD = textwrap.dedent("""
@@ -116,10 +175,14 @@ _RECORD = textwrap.dedent("""
     tables["keras 3/"] = routes.KERAS3_PATCHES
     registry.install()
     aliases = {alias.name: sys.modules.get(alias.name) is import_router.alias_target(alias)
-               for alias in getattr(import_router, "ALIASES", ())}
+               for alias in import_router.ALIASES}
+    # an import statement gets it too
+    from tensorflow.compat.v1.estimator import tpu as estimator_tpu
+    import tensorflow.keras.mixed_precision.experimental as mixed_precision_experimental
+    assert estimator_tpu is sys.modules["tpu_compat.estimator.tpu"]
+    assert mixed_precision_experimental.__name__ == "tf_keras.mixed_precision.experimental"
     registry.uninstall()
-    gone = {alias.name: alias.name not in sys.modules
-            for alias in getattr(import_router, "ALIASES", ())}
+    gone = {alias.name: alias.name not in sys.modules for alias in import_router.ALIASES}
     declared = {prefix + row.name: list(row.targets)
                 for prefix, table in tables.items() for row in table}
     print("RECORD " + json.dumps({"replaced": replaced, "declared": declared,
@@ -150,6 +213,22 @@ def test_every_attribute_a_row_replaces_is_one_of_its_targets(recorded):
     # the recording saw the rows it is about
     assert {"API routes", "numerics", "empty batches", "tensorflow hooks", "keras/compile",
             "keras/tf_keras hooks", "keras/era names"} <= set(recorded["replaced"])
+
+
+@pytest.mark.requires_tf
+def test_every_alias_resolves_while_installed_and_is_gone_after_uninstall(recorded):
+    names = [row.name for row in import_router.ALIASES]
+    assert recorded["aliases"] == {name: True for name in names}
+    assert recorded["gone"] == {name: True for name in names}
+
+
+@pytest.mark.requires_tf
+def test_each_alias_is_one_of_its_rows_targets(recorded):
+    declared = recorded["declared"]
+    for row in import_router.ALIASES:
+        maker = row.made_by if row.made_by in declared else f"keras/{row.made_by}"
+        assert any(rows.overlap(target, f"sys.modules:{row.name}")
+                   for target in declared[maker]), (row.name, maker)
 
 
 @pytest.mark.requires_tf

@@ -83,7 +83,7 @@ def _metric_variables(installation):
 
 def _era_names(installation):
     from tpu_compat.keras import era
-    era.patch_tf_keras(installation.changes)
+    era.patch_tf_keras(installation.changes, installation.router)
 
 
 def _batch_norm_moments(installation):
@@ -98,7 +98,7 @@ def _placeholder_units(installation):
 
 def _optimizer_base(installation):
     from tpu_compat.keras import optimizer_base
-    optimizer_base.patch_tf_keras(installation.changes)
+    optimizer_base.patch_tf_keras(installation.changes, installation.router)
 
 
 def _tf_keras_hooks(installation):

@@ -118,7 +118,7 @@ def _import_redirects(installation):
 
 def _estimator(installation):
     from tpu_compat.patching import namespaces  # pylint: disable=import-outside-toplevel
-    namespaces.route_estimator(installation.changes)
+    namespaces.route_estimator(installation.changes, installation.router)
 
 
 def _tf1(installation):
@@ -284,7 +284,7 @@ def apply_alone(name, changes):
     row.apply(_Installation(changes, None, None))
 
 
-_NEEDS_THE_ROUTER = frozenset({"keras", "import redirects", "tf1"})
+_NEEDS_THE_ROUTER = frozenset({"keras", "import redirects", "estimator", "tf1"})
 
 
 # -- install() / uninstall() ---------------------------------------------------------
