@@ -118,7 +118,7 @@ BENCHMARKS = (
         timeout=1800, reader="scan", needs=("scan_wall_s", "scan_cpu_s", "scan_rss_mb")),
     Benchmark(
         "keras_fit", "Keras fit with steps_per_run",
-        full=(), smoke=TINY_8 + ("--steps", "50", "--repeats", "1"),
+        full=("--repeats", "3"), smoke=TINY_8 + ("--steps", "50", "--repeats", "1"),
         timeout=3600,
         cells={"(a) ": ("a_samples_per_s",), "(b) ": ("b_samples_per_s",),
                "(b') ": ("bp_samples_per_s",), "(c) ": ("c_samples_per_s",),

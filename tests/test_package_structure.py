@@ -247,6 +247,9 @@ TF_INTERNALS_AS_DATA = {
         "the legacy table: the TensorFlow targets its hooks wrap and its rules name",
     "tpu_compat.patching.import_router":
         "the router's REDIRECTS table: the program's imports each route serves",
+    "tpu_compat.patching.rows":
+        "the patch rows' target names: the module names of what install() replaces, "
+        "folded to the names the rows declare",
     "tpu_compat.keras.imports":
         "the program's tensorflow.python.keras imports, served from tf_keras",
     "tpu_compat.contrib.submodules":
