@@ -113,24 +113,67 @@ def test_tpu_estimator_contrastive_program_trains_as_one_device(tmp_path):
         assert tpu[key] == pytest.approx(value, rel=1e-4, abs=1e-6), key
 
 
-def test_replicas_differentiating_sums_in_different_orders_get_the_cause(tpu8):
-    """A replica-dependent graph would pair different sums' gradients: refused, not mixed."""
+def _sums_in_replica_order(x, replica, skip_on_replica_zero=False):
+    """A replica-dependent graph: replica 0 reaches the two sums' gradients in the other
+    order than the rest (TF's gradient walk follows each replica's own graph), and the
+    sums have different shapes, so a pairing by arrival would add [6] to [3]."""
+    first = lowlevel.cross_replica_sum(x)
+    second = lowlevel.cross_replica_sum(tf.tile(x * x, [2]))
+    if replica == 0:
+        second = tf.identity(tf.identity(tf.identity(second)))
+    else:
+        first = tf.identity(tf.identity(tf.identity(first)))
+    loss = tf.reduce_sum(tf.sin(first) * tf.range(1.0, 4.0))
+    if not (skip_on_replica_zero and replica == 0):
+        loss += tf.reduce_sum(tf.square(second) * tf.range(1.0, 7.0))
+    return tf.gradients(loss, x)[0]
+
+
+def _order_one_device_gradient(xs):
+    with tf.Graph().as_default():
+        x = tf.constant(xs)
+        first, second = tf.reduce_sum(x, 0), tf.tile(tf.reduce_sum(x * x, 0), [2])
+        per_replica = (tf.reduce_sum(tf.sin(first) * tf.range(1.0, 4.0))
+                       + tf.reduce_sum(tf.square(second) * tf.range(1.0, 7.0)))
+        gradient = tf.gradients(len(xs) * per_replica, x)[0]  # every replica's loss
+        with tf.compat.v1.Session() as session:
+            return session.run(gradient)
+
+
+@pytest.mark.parametrize("replicas", [8, 2])
+def test_sums_differentiated_in_different_orders_meet_by_op(tpu8, replicas):
+    """Issue #34 item 2: gradients meet by op, not by arrival (refused before the fix:
+    CrossReplicaGradientOrderError), and equal one device's on the same global batch."""
+    del tpu8
+    xs = rng.randn(replicas, 3).astype(np.float32) * 0.5
+
+    def computation(x):
+        replica = tf.get_static_value(
+            tf.distribute.get_replica_context().replica_id_in_sync_group)
+        return _sums_in_replica_order(x, replica)
+
+    with tf.Graph().as_default(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", TPUCompatDeprecationWarning)
+        outputs = lowlevel.replicate(computation, [[tf.constant(x)] for x in xs])
+        with tf.compat.v1.Session() as session:
+            got = np.stack([out[0] for out in session.run(outputs)])
+    np.testing.assert_allclose(got, _order_one_device_gradient(xs), rtol=1e-5, atol=1e-6)
+
+
+def test_a_sum_only_some_replicas_differentiate_is_refused_with_its_name(tpu8):
+    """Its gradient would be the other replicas' sum without replica 0's: refused."""
     del tpu8
 
     def computation(x):
         replica = tf.get_static_value(
             tf.distribute.get_replica_context().replica_id_in_sync_group)
-        first, second = lowlevel.cross_replica_sum(x), lowlevel.cross_replica_sum(2.0 * x)
-        if replica == 0:  # replica 0 reaches `second`'s gradient later than the others
-            second = tf.identity(tf.identity(tf.identity(second)))
-        else:
-            first = tf.identity(tf.identity(tf.identity(first)))
-        return tf.gradients(tf.reduce_sum(first) + tf.reduce_sum(second * second), x)[0]
+        return _sums_in_replica_order(x, replica, skip_on_replica_zero=True)
 
     with tf.Graph().as_default(), warnings.catch_warnings():
         warnings.simplefilter("ignore", TPUCompatDeprecationWarning)
         with pytest.raises(lowlevel.cross_replica.CrossReplicaGradientOrderError,
-                           match="differentiated different cross_replica_sum ops"):
+                           match=r"CrossReplicaSum_1.*built by replicas \[1\] but not by "
+                                 r"replicas \[0\]"):
             lowlevel.replicate(computation, [[tf.ones([3])] for _ in range(2)])
 
 
