@@ -165,8 +165,11 @@ class _GradientMeeting:
 
     The replicas build their gradients one thread at a time, each in the order
     its ``tf.gradients`` / ``GradientTape`` walks its graph, and that order
-    differs between replicas when their graphs differ (SimCLR's replicas: see
-    docs/emulated_tpu.md). So no replica waits here: each gets at once a
+    differs between replicas when their graphs differ (a replica-dependent
+    model_fn; SimCLR's replicas did while each read every replica's losses
+    from the graph's collection, see lowlevel/replica_collections.py). A
+    replica blocked until the others reached the same sum could deadlock (A
+    waits at sum 1 for B, B at sum 2 for A), so no replica waits here: each gets at once a
     stand-in for its sum (an ``IdentityN`` of its own upstream gradient) and
     carries on; when the last member of its group arrives, the group's
     upstream gradients are summed in replica order and every member's
