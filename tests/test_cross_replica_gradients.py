@@ -11,7 +11,12 @@ checked against one device computing the same global batch:
   a TF 2 ``TPUStrategy.run`` in a ``tf.function`` with a ``GradientTape``;
 * a whole SimCLR-style TPUEstimator program on 8 cores
   (tests/scenarios/contrastive_cross_replica_grads.py), trained with
-  ``CrossShardOptimizer``, against its own ``use_tpu=False`` run.
+  ``CrossShardOptimizer``, against its own ``use_tpu=False`` run; it reads its loss
+  back with ``tf.losses.get_total_loss()``, as SimCLR's TF 1 model_fn does.
+
+Replicas that reach the sums' gradients in different orders still get each op's sum
+(8 and 2 replicas), a sum only some replicas differentiate is refused by name, and
+each replica reads only its own entries of the losses and update-ops collections.
 """
 
 import warnings
@@ -230,3 +235,32 @@ def test_all_reduce_gradient_equals_one_device_without_walking_other_replicas(
     # 8 replicas x (2 forward + 2 gradient all-reduces) custom gradients, each
     # walking only its own identities (TF's own walked the replicas' graphs: 100s of ops).
     assert walked and max(walked) <= 4, walked
+
+
+def test_each_replica_reads_its_own_losses_collection(tpu8, monkeypatch):
+    """SimCLR's tf.losses.get_total_loss(): one replica's losses, as the one model_fn a TPU
+    built (replica k read replicas 0..k's before); outside the replicas, every entry."""
+    del tpu8
+    from tpu_compat._tf_internals import ops  # pylint: disable=import-outside-toplevel
+    from tpu_compat.lowlevel import replica_collections  # pylint: disable=import-outside-toplevel
+    graph_class = ops.Graph
+    monkeypatch.setattr(graph_class, "add_to_collection", replica_collections._recording_add(  # pylint: disable=protected-access
+        graph_class.add_to_collection))
+    monkeypatch.setattr(graph_class, "get_collection", replica_collections._filtering_get(  # pylint: disable=protected-access
+        graph_class.get_collection))
+
+    def computation(x):
+        tf.compat.v1.losses.add_loss(tf.reduce_sum(x))
+        tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.UPDATE_OPS, tf.no_op())
+        updates = len(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS))
+        return tf.compat.v1.losses.get_total_loss() + 0.0 * updates, tf.constant(updates)
+
+    with tf.Graph().as_default(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", TPUCompatDeprecationWarning)
+        outputs = lowlevel.replicate(computation, [[tf.fill([3], float(r + 1))] for r in range(N)])
+        every_loss = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.LOSSES)
+        with tf.compat.v1.Session() as session:
+            got = session.run(outputs)
+    assert [float(total) for total, _ in got] == [3.0 * (r + 1) for r in range(N)]
+    assert [int(updates) for _, updates in got] == [1] * N
+    assert len(every_loss) == N
