@@ -73,6 +73,11 @@ def _replica_all_reduce(installation):
     replica_all_reduce.patch_all_reduce(installation.changes)
 
 
+def _replica_collections(installation):
+    from tpu_compat.lowlevel import replica_collections  # pylint: disable=import-outside-toplevel
+    replica_collections.patch_collections(installation.changes)
+
+
 def _empty_batches(installation):
     from tpu_compat.runtime import empty_batches  # pylint: disable=import-outside-toplevel
     empty_batches.guard_empty_batches(installation.changes)
@@ -201,6 +206,10 @@ PATCHES = (
           "ReplicaContext.all_reduce on the emulated TPU: its gradient without "
           "custom_gradient's walk through every replica's graph (lowlevel/replica_all_reduce)",
           targets=("distribute_lib:ReplicaContextBase.all_reduce",)),
+    Patch("replica collections", _replica_collections,
+          "each emulated replica reads only its own entries of the losses and update-ops "
+          "collections, as the one replica a TPU program built (lowlevel/replica_collections)",
+          targets=("ops:Graph.add_to_collection", "ops:Graph.get_collection")),
     Patch("empty batches", _empty_batches,
           "with oneDNN on, the emulated replicas' convolutions give an empty batch "
           "a TPU core's result (runtime/empty_batches)",

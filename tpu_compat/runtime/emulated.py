@@ -186,6 +186,14 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
         if not isinstance(fn, def_function.Function):
             fn = numerics_ops.replica_step(
                 _with_number_of_shards(fn, self._num_replicas_in_sync))
+        result = self._call_for_each_replica_checked(fn, args, kwargs)
+        # Every replica's gradients of the cross-replica sums have been built:
+        # each sum's must have met (lowlevel/cross_replica._GradientMeeting).
+        from tpu_compat.lowlevel import cross_replica  # pylint: disable=import-outside-toplevel
+        cross_replica.check_gradients_met(ops.get_default_graph())
+        return result
+
+    def _call_for_each_replica_checked(self, fn, args, kwargs):
         if not compile_checks.enabled():
             return super()._call_for_each_replica(fn, args, kwargs)
         if ops.executing_eagerly_outside_functions() and not ops.inside_function():
@@ -203,6 +211,8 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
         graph = ops.get_default_graph()
         before = len(graph.get_operations())
         result = super()._call_for_each_replica(fn, args, kwargs)
+        from tpu_compat.lowlevel import cross_replica  # pylint: disable=import-outside-toplevel
+        cross_replica.check_gradients_met(graph)  # also when traced by _checked_trace
         created = graph.get_operations()[before:]
         tpu_semantics.check_ops(created, graph)  # warnings: what a TPU computes differently
         compile_checks.check_ops(created, graph)
