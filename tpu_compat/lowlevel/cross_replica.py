@@ -266,6 +266,10 @@ def check_gradients_met(graph=None):
         f"also differentiates the losses the other replicas added to it")
 
 
+# Run by the emulated strategy once every replica of a step is built.
+emulated.after_replicas_built(check_gradients_met)
+
+
 def _replica_number(context):
     replica = tf.get_static_value(context.replica_id_in_sync_group)
     return -1 if replica is None else int(replica)
