@@ -178,6 +178,11 @@ class CrossReplicaOptimizer(tf.compat.v1.train.Optimizer):
         return self._optimizer.variables()
 
 
+def _variable_scope_store():
+    from tensorflow.python.ops import variable_scope  # pylint: disable=import-outside-toplevel
+    return variable_scope.get_variable_scope_store()
+
+
 class _TF1Variables(tf.Module):
     """The variables ``model_fn`` (or ``metric_fn``) creates, kept across calls as one
     TF 1 graph kept them: ``get_variable`` and layers by name (the decorator), other
@@ -222,8 +227,13 @@ class _TF1Variables(tf.Module):
                 found.append(variable)
         return found
 
+    @tf.autograph.experimental.do_not_convert
     @_track_tf1_style_variables()
     def __call__(self, function, *args):
+        # Each call is a fresh TF 1 graph for model_fn: `tf.layers.Dense(name="hidden")`
+        # opens scope `hidden` again, not `hidden_1` (the scope counts live in the
+        # outer graph's collections, which every tf.function graph shares).
+        _variable_scope_store().close_variable_subscopes(None)
         seen = {}
 
         def keep_once(next_creator, **kwargs):
