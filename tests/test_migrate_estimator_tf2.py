@@ -157,6 +157,7 @@ def migrated_program(tmp_path_factory):
 
 
 @pytest.mark.requires_tf
+@pytest.mark.slow
 def test_one_replica_sgd_gives_the_legacy_numbers(migrated_program):
     root, legacy, migrated = migrated_program
     flags = ("--optimizer=sgd",)
@@ -184,3 +185,16 @@ def test_eight_replicas_momentum_and_a_restored_legacy_model_dir(migrated_progra
     names = dict(tf.train.list_variables(written))
     assert names == dict(tf.train.list_variables(str(root / "l8")))
     assert tf.train.load_checkpoint(written).get_tensor("global_step") == 14
+
+
+@pytest.mark.requires_tf
+def test_the_driver_refuses_what_it_does_not_migrate_by_name():
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    for argument in ("host_call", "training_hooks"):
+        with pytest.raises(NotImplementedError, match=f"TPUEstimatorSpec.{argument}"):
+            estimator_tf2.TPUEstimatorSpec("train", loss=1.0, **{argument: [object()]})
+    estimator = estimator_tf2.TPUStrategyEstimator(lambda features: None, model_dir="d")
+    with pytest.raises(NotImplementedError, match="TPUEstimator.predict"):
+        estimator.predict(input_fn=None)
+    with pytest.raises(NotImplementedError, match="TPUEstimator.export_saved_model"):
+        estimator.export_saved_model("out", None)

@@ -514,6 +514,18 @@ class TPUStrategyEstimator:
         path = saver.save(None, prefix, global_step=step)
         logging.info("Saving checkpoints for %d into %s.", step, path)
 
+    def predict(self, input_fn, *args, **kwargs):
+        del input_fn, args, kwargs
+        _refuse("TPUEstimator.predict", "predict", "not migrated: run the model_fn's "
+                "predictions in strategy.run inside a tf.function by hand")
+
+    def export_saved_model(self, export_dir_base, *args, **kwargs):
+        del args, kwargs
+        _refuse("TPUEstimator.export_saved_model", export_dir_base,
+                "not migrated: write a SavedModel with tf.saved_model.save")
+
+    export_savedmodel = export_saved_model
+
     # -- evaluate ----------------------------------------------------------------
 
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
