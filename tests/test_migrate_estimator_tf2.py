@@ -91,13 +91,13 @@ def test_custom_v1_optimizer_and_from_imports_get_todos():
 def test_a_program_without_tpu_estimator_is_left_alone():
     source = V1 + "o = tf.tpu.CrossShardOptimizer(o)\nm = tf.estimator.ModeKeys.TRAIN\n"
     assert to_tf2.migrate_text(source).notes == []
-    result = upgrade.upgrade_bytes("x.py", source.encode(), estimator_to_tf2=True)
-    assert result.companions == {}
+    assert to_tf2.upgrade_bytes("x.py", source.encode()) is None
+    assert upgrade.upgrade_bytes("x.py", source.encode()).companions == {}
 
 
 def test_upgrade_outcomes_and_the_driver_beside_the_program():
     path = os.path.join(PROGRAMS, LEGACY)
-    result = upgrade.upgrade_file(path, estimator_to_tf2=True)
+    result = to_tf2.upgrade_file(path)
     assert result.error is None and result.changed and report.legacy_free(result)
     assert {o.finding.rule for o in result.outcomes} == {
         "TPC070", "TPC071", "TPC072", "TPC073", "TPC078", "TPC043"}

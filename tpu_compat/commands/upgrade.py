@@ -233,8 +233,12 @@ def _upgrade_one(upgrade_module, args, path, max_bytes):
     problem = sources.link_problem(path)
     if problem is not None:
         return upgrade_module.FileUpgrade(path, None, None, [], scan.FileError(path, problem))
-    result = upgrade_module.upgrade_file(path, max_bytes,
-                                         estimator_to_tf2=args.estimator_to_tf2)
+    if args.estimator_to_tf2:
+        # pylint: disable-next=import-outside-toplevel
+        from tpu_compat.migrate.estimator import to_tf2
+        result = to_tf2.upgrade_file(path, max_bytes)
+    else:
+        result = upgrade_module.upgrade_file(path, max_bytes)
     if args.in_place and result.changed:
         problem = sources.in_place_problem(path, args.force)
         if problem is not None:

@@ -58,8 +58,8 @@ class Outcome:
 
 @dataclasses.dataclass
 class FileUpgrade:
-    """One file's upgrade: new bytes (None when unchanged), outcomes, error.
-
+    """One file's upgrade: new bytes (None when unchanged), outcomes, error, and
+    ``companions``, files to write beside it ({name: bytes}, issue 36's driver).
     ``original`` is None only when the file could not be read at all.
     """
     path: str
@@ -67,7 +67,6 @@ class FileUpgrade:
     updated: Optional[bytes]
     outcomes: List[Outcome]
     error: Optional[scan.FileError] = None
-    # Files to write beside this one: {file name: bytes} (--estimator-to-tf2's driver).
     companions: Dict[str, bytes] = dataclasses.field(default_factory=dict)
 
     @property
@@ -366,46 +365,8 @@ def _upgrade_once(path, raw, max_bytes) -> FileUpgrade:
     return upgrade_source(source, max_bytes)
 
 
-def _estimator_to_tf2(path, raw, max_bytes) -> Optional[FileUpgrade]:
-    """--estimator-to-tf2 first (issue 36): the TPUEstimator names pointed at the
-    TF 2 driver written beside the file, then the ordinary upgrade of the result.
-    None when the file uses no TPUEstimator (or cannot be read: the ordinary
-    upgrade reports that)."""
-    # pylint: disable-next=import-outside-toplevel
-    from tpu_compat.migrate.estimator import to_tf2
-    try:
-        source = sources.source_from_bytes(path, raw)
-    except sources.SourceError:
-        return None
-    if source.notebook:
-        return None
-    try:
-        migrated = to_tf2.migrate_text(source.text)
-    except (cst.ParserSyntaxError, RecursionError, ValueError):
-        return None
-    if not migrated.changed:
-        return None
-    outcomes = [Outcome(scan.Finding(path, note.line, note.column, note.rule, scan.HIGH),
-                        TODO if note.todo else REWRITTEN,
-                        note.todo or "--estimator-to-tf2: the TF 2 driver's name",
-                        note.todo)
-                for note in migrated.notes]
-    rest = upgrade_bytes(path, migrated.text.encode(source.encoding), max_bytes)
-    if rest.error is not None:
-        return FileUpgrade(path, raw, None, [], rest.error)
-    return FileUpgrade(path, raw, rest.output, outcomes + rest.outcomes,
-                       companions={to_tf2.DRIVER_MODULE + ".py": to_tf2.driver_source()})
-
-
-def upgrade_bytes(path, raw, max_bytes=None, estimator_to_tf2=False) -> FileUpgrade:
-    """Upgrades ``raw`` as the contents of ``path``; never raises for bad input.
-
-    ``estimator_to_tf2``: migrate a TPUEstimator program to the TF 2 driver
-    (``FileUpgrade.companions`` then holds the driver to write beside it)."""
-    if estimator_to_tf2:
-        migrated = _estimator_to_tf2(path, raw, max_bytes)
-        if migrated is not None:
-            return migrated
+def upgrade_bytes(path, raw, max_bytes=None) -> FileUpgrade:
+    """Upgrades ``raw`` as the contents of ``path``; never raises for bad input."""
     first = _upgrade_once(path, raw, max_bytes)
     if first.error is not None or not first.changed:
         return first
@@ -427,12 +388,12 @@ def upgrade_bytes(path, raw, max_bytes=None, estimator_to_tf2=False) -> FileUpgr
     return FileUpgrade(path, raw, second.output, first.outcomes + added)
 
 
-def upgrade_file(path, max_bytes=None, estimator_to_tf2=False) -> FileUpgrade:
+def upgrade_file(path, max_bytes=None) -> FileUpgrade:
     try:
         raw = sources.read_bytes(path)
     except sources.SourceError as error:
         return FileUpgrade(path, None, None, [], scan.FileError(path, str(error)))
-    return upgrade_bytes(path, raw, max_bytes, estimator_to_tf2)
+    return upgrade_bytes(path, raw, max_bytes)
 
 
 def outcome_counts(outcomes):

@@ -32,6 +32,7 @@ tpu_estimator.py and tpu_context.py are the behaviour kept):
 import contextlib
 import inspect
 import os
+import sys
 
 import numpy as np
 import tensorflow as tf
@@ -179,8 +180,9 @@ class CrossReplicaOptimizer(tf.compat.v1.train.Optimizer):
 
 
 def _variable_scope_store():
-    from tensorflow.python.ops import variable_scope  # pylint: disable=import-outside-toplevel
-    return variable_scope.get_variable_scope_store()
+    # TF's variable-scope module (not public), reached through its public function.
+    module = sys.modules[tf.compat.v1.get_variable_scope.__module__]
+    return module.get_variable_scope_store()
 
 
 class _TF1Variables(tf.Module):

@@ -30,7 +30,10 @@ from typing import List
 import libcst as cst
 from libcst import metadata
 
-__all__ = ["DRIVER_MODULE", "Migrated", "driver_source", "migrate_text"]
+from tpu_compat.migrate import scan, sources, upgrade
+
+__all__ = ["DRIVER_MODULE", "Migrated", "driver_source", "migrate_text", "upgrade_bytes",
+           "upgrade_file"]
 
 DRIVER_MODULE = "tpu_estimator_tf2"
 _TODO = "# TODO(tpu_compat): "
@@ -253,3 +256,41 @@ def migrate_text(text: str) -> Migrated:
         return Migrated(text, [])
     migrated = migrated.visit(_AddImport())
     return Migrated(migrated.code, sorted(migrator.notes, key=lambda n: (n.line, n.column)))
+
+
+def upgrade_file(path, max_bytes=None):
+    """``upgrade.upgrade_file`` with the TPUEstimator migration first."""
+    try:
+        raw = sources.read_bytes(path)
+    except sources.SourceError:
+        return upgrade.upgrade_file(path, max_bytes)
+    return upgrade_bytes(path, raw, max_bytes) or upgrade.upgrade_bytes(path, raw, max_bytes)
+
+
+def upgrade_bytes(path, raw, max_bytes=None):
+    """--estimator-to-tf2 first (issue 36): the TPUEstimator names pointed at the
+    TF 2 driver written beside the file, then the ordinary upgrade of the result.
+    None when the file uses no TPUEstimator (or cannot be read: the ordinary
+    upgrade reports that)."""
+    try:
+        source = sources.source_from_bytes(path, raw)
+    except sources.SourceError:
+        return None
+    if source.notebook:
+        return None
+    try:
+        migrated = migrate_text(source.text)
+    except (cst.ParserSyntaxError, RecursionError, ValueError):
+        return None
+    if not migrated.changed:
+        return None
+    outcomes = [upgrade.Outcome(scan.Finding(path, note.line, note.column, note.rule, scan.HIGH),
+                        upgrade.TODO if note.todo else upgrade.REWRITTEN,
+                        note.todo or "--estimator-to-tf2: the TF 2 driver's name",
+                        note.todo)
+                for note in migrated.notes]
+    rest = upgrade.upgrade_bytes(path, migrated.text.encode(source.encoding), max_bytes)
+    if rest.error is not None:
+        return upgrade.FileUpgrade(path, raw, None, [], rest.error)
+    return upgrade.FileUpgrade(path, raw, rest.output, outcomes + rest.outcomes,
+                       companions={DRIVER_MODULE + ".py": driver_source()})
