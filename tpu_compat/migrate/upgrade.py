@@ -58,8 +58,8 @@ class Outcome:
 
 @dataclasses.dataclass
 class FileUpgrade:
-    """One file's upgrade: new bytes (None when unchanged), outcomes, error.
-
+    """One file's upgrade: new bytes (None when unchanged), outcomes, error, and
+    ``companions``, files to write beside it ({name: bytes}, issue 36's driver).
     ``original`` is None only when the file could not be read at all.
     """
     path: str
@@ -67,6 +67,7 @@ class FileUpgrade:
     updated: Optional[bytes]
     outcomes: List[Outcome]
     error: Optional[scan.FileError] = None
+    companions: Dict[str, bytes] = dataclasses.field(default_factory=dict)
 
     @property
     def changed(self):
