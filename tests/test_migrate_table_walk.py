@@ -43,6 +43,15 @@ def _snippets(record):
     if record.kind == legacy_api.KIND_SYMBOL:
         for symbol in record.symbols:
             path = imports.module_path(symbol)
+            if record.rewrite is not None and record.rewrite.kind == legacy_api.REWRITE_VERSION_COMPARE:
+                # distutils' version classes: on TF's version, and on another's.
+                module, name = path.rsplit(".", 1)
+                yield (f"{symbol}:tf", f"import {module.split('.')[0]}\nimport tensorflow as tf\n"
+                                       f"ok = {path}(tf.__version__) < '1.14'\n")
+                yield (f"{symbol}:np", f"import {module.split('.')[0]}\nimport numpy as np\n"
+                                       f"ok = {path}(np.__version__) < '1.14'\n")
+                yield f"from {module}", f"from {module} import {name}\n"
+                continue
             if not path.startswith("tensorflow"):
                 continue
             if record.hook.kind == legacy_api.HOOK_IMPORT or not path.startswith("tensorflow."):
