@@ -27,14 +27,18 @@ EITHER_HEADER = ("try:\n    import tensorflow.compat.v1 as tf\n"
                  "except ImportError:\n    import tensorflow as tf\n")
 
 
-def _written(path, binding):
-    """``path`` (a module path) as code under ``import <binding> as tf``, or None."""
+def _written(path, binding, through_v2=True):
+    """``path`` (a module path) as code under ``import <binding> as tf``, or None.
+    ``through_v2``: also TF 2 names spelled through a compat.v2 ``tf``."""
     if path.startswith(binding + "."):
         return "tf" + path[len(binding):]
     if binding == "tensorflow.compat.v1" and path.startswith("tensorflow.contrib."):
         return "tf" + path[len("tensorflow"):]   # compat.v1 mirrors TF 1.x, contrib too
     if binding != "tensorflow" and path.startswith("tensorflow.compat."):
         return "tf" + path[len("tensorflow"):]   # tf.compat.v1.compat.v1 is compat.v1
+    if (through_v2 and binding == "tensorflow.compat.v2" and path.startswith("tensorflow.")
+            and not path.startswith("tensorflow.contrib.")):
+        return "tf" + path[len("tensorflow"):]   # TF 2's tf.compat.v2.X is X (SimCLR's tf2)
     return None
 
 
@@ -86,7 +90,9 @@ def _snippets(record):
                 continue
             path = imports.module_path(symbol)
             for binding in BINDINGS:
-                written = _written(path, binding)
+                # Arguments of a TF 2 callee spelled through compat.v2 are not
+                # matched yet (the callee lists name the tensorflow.* paths).
+                written = _written(path, binding, through_v2=False)
                 if written is not None:
                     yield (f"{binding}:{symbol}",
                            f"import {binding} as tf\nx = {written}(r, {record.name}=8)\n")

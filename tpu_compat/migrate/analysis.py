@@ -714,7 +714,10 @@ class _Evaluator:
         value = self.value(node)
         if not isinstance(value, imports.Imported):
             return
-        records = [(path, _rules.SYMBOL_RULES.get(path)) for path in value.paths]
+        # tf.compat.v2.X is X in TF 2 (`import tensorflow.compat.v2 as tf`, as
+        # SimCLR's TF 2 code does): a legacy X is legacy under either path.
+        records = [(path, _rules.SYMBOL_RULES.get(twin)) for path in value.paths
+                   for twin in imports.equivalent_paths(path)]
         records = [(path, record) for path, record in records if record is not None]
         if not records:
             return
