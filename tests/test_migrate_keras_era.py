@@ -50,6 +50,11 @@ REWRITES = [
     (TF + "s = tf.compat.v1.distribute.experimental.TPUStrategy(\n"
      "    tpu_cluster_resolver=r,  # the TPU\n    steps_per_run=4)\n",
      TF + "s = tf.compat.v2.distribute.TPUStrategy(\n    tpu_cluster_resolver=r)\n"),
+    # a dotted import without `as`: libcst records `tensorflow.compat.v1` on the Attribute
+    ("import tensorflow.compat.v1\ns = tensorflow.compat.v1.distribute.experimental.TPUStrategy(r)\n"
+     "with s.scope():\n    pass\n",
+     "import tensorflow.compat.v1\ns = tensorflow.compat.v2.distribute.TPUStrategy(r)\n"
+     "with s.scope():\n    pass\n"),
     # TF 1.13's contrib spelling, through the compat.v1 class in one run
     (TF + "s = tf.contrib.distribute.TPUStrategy(r, steps_per_run=100)\n"
      "with s.scope():\n    pass\n",

@@ -52,6 +52,8 @@ def _snippets(record):
                 module, name = path.rsplit(".", 1)
                 yield (f"{symbol}:tf", f"import {module.split('.')[0]}\nimport tensorflow as tf\n"
                                        f"ok = {path}(tf.__version__) < '1.14'\n")
+                yield (f"{symbol}:import-{module}", f"import {module}\nimport tensorflow as tf\n"
+                                                   f"ok = {path}(tf.__version__) >= '2.0'\n")
                 yield (f"{symbol}:np", f"import {module.split('.')[0]}\nimport numpy as np\n"
                                        f"ok = {path}(np.__version__) < '1.14'\n")
                 yield f"from {module}", f"from {module} import {name}\n"

@@ -29,6 +29,11 @@ REWRITES = [
      "packaging.version.parse('1.14'):\n"
      "    raise Exception('This notebook is compatible with TensorFlow 1.14 or higher.')\n"),
     # StrictVersion on both sides, tf.version.VERSION, the literal on the left; two uses
+    # `import distutils.version` (libcst records `distutils.version` on the Attribute)
+    ("import distutils.version\n" + TF + "old = distutils.version.LooseVersion(tf.__version__) "
+     "!= '1.15.0'\n",
+     "import packaging.version\n" + TF + "old = packaging.version.parse(tf.__version__) "
+     "!= packaging.version.parse('1.15.0')\n"),
     ("import distutils  # versions\n" + TF
      + "new = distutils.version.StrictVersion(tf.version.VERSION) >= "
        "distutils.version.StrictVersion('2.0')\n"

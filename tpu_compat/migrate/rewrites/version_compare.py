@@ -4,11 +4,11 @@ packaging's spelling.
 ``distutils`` is gone in Python 3.12 (PEP 632). The era's programs checked the
 TF they ran on with it::
 
-    import distutils
+    import distutils  # or: import distutils.version
     if distutils.version.LooseVersion(tf.__version__) < '1.14': ...
 
 which becomes ``packaging.version.parse(tf.__version__) <
-packaging.version.parse('1.14')``, with ``import distutils`` made ``import
+packaging.version.parse('1.14')``, with the ``import distutils`` made ``import
 packaging.version`` (packaging is one of TensorFlow's own dependencies).
 
 The two orderings are not the same in general: LooseVersion compares lists of
@@ -43,6 +43,7 @@ _TF_VERSION_TAILS = ("__version__", "VERSION", "version.VERSION")
 _OPERATORS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual,
               cst.Equal, cst.NotEqual)
 _DISTUTILS = "distutils"
+_DISTUTILS_IMPORTS = (_DISTUTILS, _DISTUTILS + ".version")  # both bind `distutils`
 
 
 def plan(planner, finding, rewrite):
@@ -57,7 +58,8 @@ def plan(planner, finding, rewrite):
         return problem
     imports_of, uses = _distutils_bindings(planner.module)
     if len(imports_of) != 1:
-        return "distutils is imported more than once (or not as `import distutils`)"
+        return ("distutils is imported more than once (or not as `import distutils` / "
+                "`import distutils.version`)")
     for use in uses:
         if not any(use is _root(f.site.node) and not _rewritable(f.site, f.site.call)
                    for f in planner.findings if f.record is finding.record
@@ -172,7 +174,8 @@ def _distutils_bindings(module):
 
     class _Find(cst.CSTVisitor):
         def visit_Import(self, node):
-            if any(_dotted(a.name) == _DISTUTILS and a.asname is None for a in node.names):
+            if any(_dotted(a.name) in _DISTUTILS_IMPORTS and a.asname is None
+                   for a in node.names):
                 statements.append(node)
             return False
 
@@ -201,8 +204,8 @@ def _packaging(comparison, parse):
 
 
 def _import_packaging(original, updated):
-    """``import distutils`` -> ``import packaging.version`` (its only uses are rewritten)."""
+    """``import distutils[.version]`` -> ``import packaging.version`` (its only uses are rewritten)."""
     del original
     names = [a.with_changes(name=cst.parse_expression("packaging.version"))
-             if _dotted(a.name) == _DISTUTILS else a for a in updated.names]
+             if _dotted(a.name) in _DISTUTILS_IMPORTS else a for a in updated.names]
     return updated.with_changes(names=names)
