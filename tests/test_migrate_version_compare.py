@@ -82,7 +82,7 @@ def test_todos(before, why):
     out, outcomes = _upgrade(before)
     assert outcomes and all(o.action == upgrade.TODO for o in outcomes), outcomes
     assert any(why in o.detail for o in outcomes), [o.detail for o in outcomes]
-    assert "# TODO(tpu_compat): TPC180 " in out and "packaging" not in out.split("TPC180")[0]
+    assert "# TODO(tpu_compat): TPC201 " in out and "packaging" not in out.split("TPC201")[0]
     assert _upgrade(out)[0] == out
 
 

@@ -1337,10 +1337,10 @@ RECORDS = (
                 replacement="the model built and compiled in TPUStrategy(resolver).scope() "
                                         "(one copy, nothing to sync)",
                 note="Copies the TPU copy's weights into the CPU model and returns it."),
-        # -- The era's programs outside TensorFlow (TPC180-): what their code
+        # -- The era's programs outside TensorFlow (TPC201-): what their code
         #    used next to TF that today's Python no longer has.
         LegacyAPI(
-                rule="TPC180", api="distutils.version.LooseVersion / StrictVersion",
+                rule="TPC201", api="distutils.version.LooseVersion / StrictVersion",
                 kind=KIND_SYMBOL, name="LooseVersion",
                 hook=not_observable(
                     "Python's distutils, not TensorFlow: tpu_compat instruments no "
