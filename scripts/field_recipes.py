@@ -351,6 +351,12 @@ RUN_NOTES = (
     "Load: up to four of that session's runs (the survey, the re-runs, a profile) ran at once beside "
     "about seven other sessions' work, 1-minute load 4 to 13: the times are upper bounds, and the "
     "rows noted 'slow, not hung' below are timeouts of the load, not of tpu_compat.",
-    "The migrated column was not re-run: it is the baseline at `6383b5c` (issue 35's work re-runs it).",
+    "The migrated column was re-run on 2026-11-28 from 22:12 UTC for the 7 TPUStrategy-era programs "
+    "only (issue 35's measure; the 14 TPUEstimator rows are still the baseline at `6383b5c`): "
+    "tpu-keras-mnist, tpu-keras-applications and tpu-keras-mnist-contrib at `45bceb0` (the package as at `3ddfee7`); the two "
+    "Colabs (after the distutils.version rewrite) and tpu-keras-applications-contrib (its run at "
+    "`45bceb0` was cut at 300 s by the load; it passed in 65 s) at `7b79872`; simclr-tf2 at "
+    "`8cc2862` (after the compat.v2 fix; at `45bceb0` it failed strict on "
+    "tf.keras.experimental.CosineDecay, left unmarked). 6 of the 7 pass.",
 )
 

@@ -9,11 +9,12 @@ seen at run time says why with :func:`not_observable`.
 """
 
 from tpu_compat.legacy.schema import (KIND_ARGUMENT, KIND_ATTRIBUTE, KIND_METHOD, KIND_SYMBOL,
-                                      LegacyAPI, add_keyword, calls, imports, omits, passes,
+                                      LegacyAPI, add_keyword, calls, imports, not_observable, omits, passes,
                                       reads, rename_keyword, rename_method,
                                       replace_call, replace_module, replace_symbol)
 # Issue 35's TPUStrategy-era rewrite kinds.
-from tpu_compat.legacy.schema import call_to_method, drop_import, graph_loop, tf2_strategy
+from tpu_compat.legacy.schema import (call_to_method, drop_import, graph_loop, tf2_strategy,
+                                      version_compare)
 
 __all__ = ["RECORDS", "get", "by_name"]
 
@@ -1336,6 +1337,25 @@ RECORDS = (
                 replacement="the model built and compiled in TPUStrategy(resolver).scope() "
                                         "(one copy, nothing to sync)",
                 note="Copies the TPU copy's weights into the CPU model and returns it."),
+        # -- The era's programs outside TensorFlow (TPC201-): what their code
+        #    used next to TF that today's Python no longer has.
+        LegacyAPI(
+                rule="TPC201", api="distutils.version.LooseVersion / StrictVersion",
+                kind=KIND_SYMBOL, name="LooseVersion",
+                hook=not_observable(
+                    "Python's distutils, not TensorFlow: tpu_compat instruments no "
+                    "standard-library module; `tpu-compat scan` finds the uses"),
+                eras=("1.13", "1.14", "1.15", "2.0", "2.1", "2.2", "2.3"), removed_in=None,
+                replacement="packaging.version.parse(...) on both sides of the comparison "
+                            "(import packaging.version), where it orders the versions "
+                            "compared the same way",
+                # Only where both order every TF >= 2.21 the same way against
+                # the literal (rewrites/version_compare.py).
+                rewrite=version_compare("packaging.version.parse"),
+                note="distutils is gone in Python 3.12 (PEP 632); packaging ships with "
+                     "TensorFlow, but orders 2.0.0 vs '2.0' and release candidates "
+                     "differently.",
+                symbols=("distutils.version.LooseVersion", "distutils.version.StrictVersion")),
 )
 
 _BY_RULE = {record.rule: record for record in RECORDS}

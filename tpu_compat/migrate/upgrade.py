@@ -86,8 +86,11 @@ class _Planner:
     """Decides, per finding, rewritten (an edit planned by its kind's module in
     :mod:`tpu_compat.migrate.rewrites`), todo or reported."""
 
-    def __init__(self, findings):
+    def __init__(self, findings, module=None):
         self.findings = findings
+        # The parsed module (libcst), for kinds that check every use of a
+        # name before rewriting its import (version_compare); None: not known.
+        self.module = module
         self.outcomes: Dict[int, Outcome] = {}
         self.edits: Dict[int, rewrites.Edit] = {}
         self.todos: List[Outcome] = []
@@ -296,7 +299,7 @@ def upgrade_text(text, path="<string>", max_bytes=None, size=None):
     if analysis is None or not analysis.findings:
         return text, []
     findings = analysis.findings
-    planner = _Planner(findings)
+    planner = _Planner(findings, analysis.wrapper.module)
     outcomes = planner.plan()
     if not planner.edits and not planner.todos:
         return text, outcomes
