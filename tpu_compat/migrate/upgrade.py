@@ -14,9 +14,8 @@ safely and then edits exactly those nodes:
   above their statement, added once, so a second run changes nothing;
 * low-confidence findings are only reported.
 
-The rewrite never produces code TF 2.21 rejects where it can see that it
-would: ``experimental_run_v2(plain_fn)`` run eagerly becomes
-``run(tf.function(plain_fn))`` (see docs/migration.md).
+The rewrite never produces code TF 2.21 rejects where it can see that it would:
+eager ``experimental_run_v2(fn)`` becomes ``run(tf.function(fn))`` (docs/migration.md).
 
 A file that does not parse, or whose rewrite would not parse, is left
 byte-for-byte unchanged and reported.
@@ -88,9 +87,7 @@ class _Planner:
 
     def __init__(self, findings, module=None):
         self.findings = findings
-        # The parsed module (libcst), for kinds that check every use of a
-        # name before rewriting its import (version_compare); None: not known.
-        self.module = module
+        self.module = module  # libcst's, for version_compare (every use checked); or None
         self.outcomes: Dict[int, Outcome] = {}
         self.edits: Dict[int, rewrites.Edit] = {}
         self.todos: List[Outcome] = []
