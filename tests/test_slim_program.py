@@ -23,8 +23,9 @@ def _numbers(tmp_path, replicas, *flags):
 
 
 @pytest.mark.whole_program(ci_replicas=8)
-def test_slim_model_fn_on_8_cores_equals_one_device(tmp_path):
-    tpu = _numbers(tmp_path, 8)
+@pytest.mark.parametrize("replicas", [8, 2])
+def test_slim_model_fn_on_the_emulated_tpu_equals_one_device(tmp_path, replicas):
+    tpu = _numbers(tmp_path, replicas)
     cpu = _numbers(tmp_path, 1, "--nouse_tpu")
     assert sorted(tpu) == sorted(cpu)
     for name in ("Net/Conv2d_0/weights", "Net/Conv2d_0/BatchNorm/moving_mean",
