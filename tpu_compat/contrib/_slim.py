@@ -46,36 +46,34 @@ __all__ = ["avg_pool2d", "batch_norm", "conv2d", "convolution", "convolution2d",
            "variance_scaling_initializer"]
 
 _v1 = tf.compat.v1
-_UPDATE_OPS = _v1.GraphKeys.UPDATE_OPS
-_DATA_FORMATS_2D = ("NHWC", "NCHW")
 
+
+def _pool2d(layer_class, default_scope, inputs, kernel_size, stride, padding, data_format,
+            outputs_collections, scope):
+    _check_2d_format(data_format)
+    pooling = _legacy_layers()[3]
+    with tf.name_scope(scope or default_scope) as name:
+        layer = getattr(pooling, layer_class)(pool_size=kernel_size, strides=stride,
+                                              padding=padding,
+                                              data_format=_channels_format(data_format))
+        return _collect_outputs(outputs_collections, name,
+                                layer.apply(tf.convert_to_tensor(inputs)))
 
 
 @add_arg_scope
 def avg_pool2d(inputs, kernel_size, stride=2, padding="VALID", data_format="NHWC",
                outputs_collections=None, scope=None):
     """2-D average pooling (name scope ``AvgPool2D``)."""
-    _check_2d_format(data_format)
-    _, _, _, pooling = _legacy_layers()
-    with tf.name_scope(scope or "AvgPool2D") as name:
-        inputs = tf.convert_to_tensor(inputs)
-        layer = pooling.AveragePooling2D(pool_size=kernel_size, strides=stride,
-                                         padding=padding,
-                                         data_format=_channels_format(data_format))
-        return _collect_outputs(outputs_collections, name, layer.apply(inputs))
+    return _pool2d("AveragePooling2D", "AvgPool2D", inputs, kernel_size, stride, padding,
+                   data_format, outputs_collections, scope)
 
 
 @add_arg_scope
 def max_pool2d(inputs, kernel_size, stride=2, padding="VALID", data_format="NHWC",
                outputs_collections=None, scope=None):
     """2-D max pooling (name scope ``MaxPool2D``)."""
-    _check_2d_format(data_format)
-    _, _, _, pooling = _legacy_layers()
-    with tf.name_scope(scope or "MaxPool2D") as name:
-        inputs = tf.convert_to_tensor(inputs)
-        layer = pooling.MaxPooling2D(pool_size=kernel_size, strides=stride, padding=padding,
-                                     data_format=_channels_format(data_format))
-        return _collect_outputs(outputs_collections, name, layer.apply(inputs))
+    return _pool2d("MaxPooling2D", "MaxPool2D", inputs, kernel_size, stride, padding,
+                   data_format, outputs_collections, scope)
 
 
 def _normalize_and_activate(outputs, normalizer_fn, normalizer_params, activation_fn):

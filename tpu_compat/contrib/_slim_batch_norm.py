@@ -11,7 +11,6 @@ from tpu_compat.contrib._arg_scope import add_arg_scope
 
 _v1 = tf.compat.v1
 _UPDATE_OPS = _v1.GraphKeys.UPDATE_OPS
-_DATA_FORMATS_2D = ("NHWC", "NCHW")
 from tpu_compat.contrib._slim_variables import (
     _add_to_collections, _check_2d_format, _collect_outputs, _legacy_layers,
     _variable_collections, _variable_getter, model_variable)

@@ -13,7 +13,6 @@ import tensorflow as tf
 from tpu_compat.contrib._arg_scope import add_arg_scope
 
 _v1 = tf.compat.v1
-_UPDATE_OPS = _v1.GraphKeys.UPDATE_OPS
 _DATA_FORMATS_2D = ("NHWC", "NCHW")
 
 
