@@ -17,7 +17,7 @@ MirroredStrategy objects in one process can collide on collective keys),
 warmed up by a first fit, then timed over the epoch of one fit of --steps
 steps (first to last step: see timed_epoch). Variants
 run interleaved, --repeats times; the median samples/second is reported with
-the ratios the targets are about: (a) >= 0.95x (b), and (a)/(c) >= 90% of
+the ratios the targets are about: (a) >= 0.97x (b) and (b') (issue #32), and (a)/(c) >= 90% of
 (b)/(c). Not a test: the machine is noisy.
 
 usage: python benchmarks/bench_keras_fit.py [--replicas 8] [--steps 2000] [--repeats 5]
@@ -35,6 +35,9 @@ import _results
 
 FEATURES, OUTPUTS = 64, 8
 STEPS_PER_RUN = 50
+# Issue #32: steps_per_run=50 at least 0.97x of native steps_per_execution=50,
+# against TF's default cross-device ops (b) and like for like (b').
+GOAL = 0.97
 VARIANTS = {
     "a": "(a) v1 adapter, steps_per_run=50 (eager)",
     "b": "(b) native MirroredStrategy, steps_per_execution=50",
@@ -150,7 +153,7 @@ def main():
     for variant, label in VARIANTS.items():
         print(f"{label:<55} {median[variant]:>12.0f}")
     a, b, c = median["a"], median["b"], median["c"]
-    print(f"(a)/(b): {a / b:.3f}   (target >= 0.95)")
+    print(f"(a)/(b): {a / b:.3f}   (target >= {GOAL})")
     print(f"(a)/(c): {a / c:.2f}x, (b)/(c): {b / c:.2f}x; ratio of speed-ups: "
           f"{(a / c) / (b / c):.3f}   (target >= 0.90)")
     like_for_like = median["b'"]
@@ -163,7 +166,9 @@ def main():
                    speedup_b_c=b / c, speedup_share_percent=100 * a / b,
                    speedup_g50_g1=median["g50"] / median["g1"])
     # The ratio of speed-ups over (c), (a)/(c) : (b)/(c), is (a)/(b) too: one goal.
-    _results.write(args.json, figures, [_results.goal("(a)/(b) samples/s", a / b, ">=", 0.95)])
+    _results.write(args.json, figures,
+                   [_results.goal("(a)/(b) samples/s", a / b, ">=", GOAL),
+                    _results.goal("(a)/(b') samples/s", a / like_for_like, ">=", GOAL)])
 
 
 if __name__ == "__main__":

@@ -320,11 +320,15 @@ FAILURE_NOTES = {
     "tpu-mobilenet-contrib": _CONTRIB.format(name="tf.contrib.slim"),
     "tpu-inception-v3-contrib": _CONTRIB.format(name="tf.contrib.framework.python.ops (arg_scope)"),
     "tpu-amoebanet-contrib": _CONTRIB.format(name="tf.contrib.framework.arg_scope"),
-    "simclr-tf1": ("a new class, not fixed here: SimCLR's model_fn (global batch norm and the "
-                   "contrastive loss's cross-replica concat) has replicas reach different "
-                   "cross_replica_sum gradients at the same time, so the emulated TPU, which pairs the "
-                   "replicas' gradient sums by arrival, refuses (CrossReplicaGradientOrderError) "
-                   "rather than sum different ops; pairing them by op is issue 34 item 2's follow-up."),
+    "simclr-tf1": ("past its CrossReplicaGradientOrderError now (fixed, issue 34 item 2: the replicas' "
+                   "get_total_loss() read every replica's losses from the shared LOSSES collection, so "
+                   "they differentiated each other's sums; each replica now reads its own, and sums' "
+                   "gradients meet by op; run at 61bdeb3 plus d878353's change, uncommitted then). Next "
+                   "class, not fixed: LARS names its momentum tf.get_variable(param.op.name + "
+                   "'/Momentum'); in replica k a mirrored variable's op is its copy "
+                   "'base_model/conv2d/kernel/replica_k', and the replicas reuse replica 0's variable "
+                   "scope, so the lookup fails. On a TPU the model_fn was built once and param.op.name "
+                   "was the variable's own name."),
     "colab-fashion-mnist": ("past its distutils.version check now (fixed, issue 34); the 900 s budget ran "
                             "out in epoch 12 of 17 of cell 4's fit (1020 steps of a 3-convolution net, "
                             "about 0.8 s a step at load 10): compute, not a hang."),
@@ -347,6 +351,12 @@ RUN_NOTES = (
     "Load: up to four of that session's runs (the survey, the re-runs, a profile) ran at once beside "
     "about seven other sessions' work, 1-minute load 4 to 13: the times are upper bounds, and the "
     "rows noted 'slow, not hung' below are timeouts of the load, not of tpu_compat.",
-    "The migrated column was not re-run: it is the baseline at `6383b5c` (issue 35's work re-runs it).",
+    "The migrated column was re-run on 2026-11-28 from 22:12 UTC for the 7 TPUStrategy-era programs "
+    "only (issue 35's measure; the 14 TPUEstimator rows are still the baseline at `6383b5c`): "
+    "tpu-keras-mnist, tpu-keras-applications and tpu-keras-mnist-contrib at `45bceb0` (the package as at `3ddfee7`); the two "
+    "Colabs (after the distutils.version rewrite) and tpu-keras-applications-contrib (its run at "
+    "`45bceb0` was cut at 300 s by the load; it passed in 65 s) at `7b79872`; simclr-tf2 at "
+    "`8cc2862` (after the compat.v2 fix; at `45bceb0` it failed strict on "
+    "tf.keras.experimental.CosineDecay, left unmarked). 6 of the 7 pass.",
 )
 

@@ -118,7 +118,7 @@ BENCHMARKS = (
         timeout=1800, reader="scan", needs=("scan_wall_s", "scan_cpu_s", "scan_rss_mb")),
     Benchmark(
         "keras_fit", "Keras fit with steps_per_run",
-        full=(), smoke=TINY_8 + ("--steps", "50", "--repeats", "1"),
+        full=("--repeats", "3"), smoke=TINY_8 + ("--steps", "50", "--repeats", "1"),
         timeout=3600,
         cells={"(a) ": ("a_samples_per_s",), "(b) ": ("b_samples_per_s",),
                "(b') ": ("bp_samples_per_s",), "(c) ": ("c_samples_per_s",),
@@ -154,6 +154,15 @@ BENCHMARKS = (
         prose=(Prose(r"\(a\)/\(c\) steady-state throughput \*\*([\d.]+)x\*\*", "ratio_a_c"),
                Prose(r"\(a\)/\(b\) \*\*([\d.]+)x\*\*", "ratio_a_b"),
                Prose(r"End to end \(a\) takes ([\d.]+)x the time", "end_to_end_ratio_a_c"))),
+    Benchmark(
+        "model_scale", "Model scale",
+        full=(), smoke=TINY_8 + ("--image-size", "32"),
+        timeout=3600,
+        cells={"(a) ": ("a_build_s", "a_session_s", "a_first_step_s", "a_total_s"),
+               "(b) ": ("b_build_s", "b_session_s", "b_first_step_s", "b_total_s"),
+               "(c) ": ("c_build_s", "c_session_s", "c_first_step_s", "c_total_s")},
+        prose=(Prose(r"\(a\)/\(b\) = \*\*([\d.]+)\*\*", "ratio_a_b"),
+               Prose(r"\(a\)/\(c\) = \*\*([\d.]+)\*\*", "ratio_a_c"))),
     Benchmark(
         "fidelity", "Fidelity tpu",
         full=("--repeats", "9"), smoke=TINY_8 + ("--steps-per-run", "10", "--repeats", "1"),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerate README.md's configuration table from tpu_compat/settings.py.
+"""Regenerate README.md's configuration table from tpu_compat/settings_rows.py.
 
 The table sits between the markers ``settings_docs.README_BEGIN`` and
 ``settings_docs.README_END``; everything else in README.md is left as it is.

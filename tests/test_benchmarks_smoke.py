@@ -25,11 +25,15 @@ pytestmark = pytest.mark.requires_tf
 SCRIPT = os.path.join(REPO_ROOT, "scripts", "run_benchmarks.py")
 
 
-# The pod benchmark's smoke run is slow: the emulated pod's chief and worker and
-# native MultiWorkerMirroredStrategy's workers, each a TensorFlow process (about
-# 58 s of CPU). The pod tests keep the pod itself in CI.
+# Two smoke runs are slow. The pod benchmark's: the emulated pod's chief and
+# worker and native MultiWorkerMirroredStrategy's workers, each a TensorFlow
+# process (about 58 s of CPU); the pod tests keep the pod itself in CI. The
+# model-scale benchmark's: three ResNet-50 graphs even at its tiny size.
+SLOW_SMOKE = ("pod", "model_scale")
+
+
 @pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.slow) if name == "pod" else name
+    pytest.param(name, marks=pytest.mark.slow) if name in SLOW_SMOKE else name
     for name in sorted(run_benchmarks.BY_NAME)])
 def test_benchmark_smoke_run_exits_0_with_its_figures(name, tmp_path):
     docs = tmp_path / "performance.md"

@@ -72,10 +72,12 @@ def test_import_spellings_of_the_era(installed):
 @pytest.mark.requires_tf
 def test_anything_else_gets_one_clear_error(installed):
     import tensorflow.compat.v1 as tf1
-    with pytest.raises(AttributeError, match=r"tf\.contrib\.slim is not provided"):
-        tf1.contrib.slim  # pylint: disable=pointless-statement
-    with pytest.raises(ImportError, match=r"tf\.contrib\.slim is not provided"):
-        from tensorflow.contrib import slim  # noqa: F401
+    with pytest.raises(AttributeError, match=r"tf\.contrib\.learn is not provided"):
+        tf1.contrib.learn  # pylint: disable=pointless-statement
+    with pytest.raises(ImportError, match=r"tf\.contrib\.learn is not provided"):
+        from tensorflow.contrib import learn  # noqa: F401
+    with pytest.raises(AttributeError, match=r"tf\.contrib\.slim\.learning is not provided"):
+        tf1.contrib.slim.learning  # pylint: disable=pointless-statement
     with pytest.raises(ImportError, match=r"tf\.contrib\.tpu\.AsyncCheckpointSaverHook is not"):
         from tensorflow.contrib.tpu import AsyncCheckpointSaverHook  # noqa: F401
     with pytest.raises(ImportError, match=r"tf\.contrib\.tpu\.python\.tpu\.session_support "
@@ -214,7 +216,8 @@ def test_every_contrib_name_warns_with_its_record(installed, module, name, rule)
 def test_contrib_covers_its_rule_range():
     assert sorted(set(rule for _, _, rule in CONTRIB_NAMES)) == [
         f"TPC{n:03d}" for n in [*range(51, 70), *range(101, 130), *range(140, 150),
-                                160, 161]]  # 160-161: keras/tpu_model.py
+                                160, 161,  # 160-161: keras/tpu_model.py
+                                *range(180, 201)]]  # 180-200: TF-Slim (issue 34)
     # ... and every name a contrib submodule serves has its record's hook.
     classes = list(contrib_lib._MODULES.values()) + list(contrib_lib._DEEP_MODULES.values())  # pylint: disable=protected-access
     served = sorted([(cls.SHORT_NAME, name) for cls in classes

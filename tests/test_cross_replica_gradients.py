@@ -11,7 +11,12 @@ checked against one device computing the same global batch:
   a TF 2 ``TPUStrategy.run`` in a ``tf.function`` with a ``GradientTape``;
 * a whole SimCLR-style TPUEstimator program on 8 cores
   (tests/scenarios/contrastive_cross_replica_grads.py), trained with
-  ``CrossShardOptimizer``, against its own ``use_tpu=False`` run.
+  ``CrossShardOptimizer``, against its own ``use_tpu=False`` run; it reads its loss
+  back with ``tf.losses.get_total_loss()``, as SimCLR's TF 1 model_fn does.
+
+Replicas that reach the sums' gradients in different orders still get each op's sum
+(8 and 2 replicas), a sum only some replicas differentiate is refused by name, and
+each replica reads only its own entries of the losses and update-ops collections.
 """
 
 import warnings
@@ -113,24 +118,67 @@ def test_tpu_estimator_contrastive_program_trains_as_one_device(tmp_path):
         assert tpu[key] == pytest.approx(value, rel=1e-4, abs=1e-6), key
 
 
-def test_replicas_differentiating_sums_in_different_orders_get_the_cause(tpu8):
-    """A replica-dependent graph would pair different sums' gradients: refused, not mixed."""
+def _sums_in_replica_order(x, replica, skip_on_replica_zero=False):
+    """A replica-dependent graph: replica 0 reaches the two sums' gradients in the other
+    order than the rest (TF's gradient walk follows each replica's own graph), and the
+    sums have different shapes, so a pairing by arrival would add [6] to [3]."""
+    first = lowlevel.cross_replica_sum(x)
+    second = lowlevel.cross_replica_sum(tf.tile(x * x, [2]))
+    if replica == 0:
+        second = tf.identity(tf.identity(tf.identity(second)))
+    else:
+        first = tf.identity(tf.identity(tf.identity(first)))
+    loss = tf.reduce_sum(tf.sin(first) * tf.range(1.0, 4.0))
+    if not (skip_on_replica_zero and replica == 0):
+        loss += tf.reduce_sum(tf.square(second) * tf.range(1.0, 7.0))
+    return tf.gradients(loss, x)[0]
+
+
+def _order_one_device_gradient(xs):
+    with tf.Graph().as_default():
+        x = tf.constant(xs)
+        first, second = tf.reduce_sum(x, 0), tf.tile(tf.reduce_sum(x * x, 0), [2])
+        per_replica = (tf.reduce_sum(tf.sin(first) * tf.range(1.0, 4.0))
+                       + tf.reduce_sum(tf.square(second) * tf.range(1.0, 7.0)))
+        gradient = tf.gradients(len(xs) * per_replica, x)[0]  # every replica's loss
+        with tf.compat.v1.Session() as session:
+            return session.run(gradient)
+
+
+@pytest.mark.parametrize("replicas", [8, 2])
+def test_sums_differentiated_in_different_orders_meet_by_op(tpu8, replicas):
+    """Issue #34 item 2: gradients meet by op, not by arrival (refused before the fix:
+    CrossReplicaGradientOrderError), and equal one device's on the same global batch."""
+    del tpu8
+    xs = rng.randn(replicas, 3).astype(np.float32) * 0.5
+
+    def computation(x):
+        replica = tf.get_static_value(
+            tf.distribute.get_replica_context().replica_id_in_sync_group)
+        return _sums_in_replica_order(x, replica)
+
+    with tf.Graph().as_default(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", TPUCompatDeprecationWarning)
+        outputs = lowlevel.replicate(computation, [[tf.constant(x)] for x in xs])
+        with tf.compat.v1.Session() as session:
+            got = np.stack([out[0] for out in session.run(outputs)])
+    np.testing.assert_allclose(got, _order_one_device_gradient(xs), rtol=1e-5, atol=1e-6)
+
+
+def test_a_sum_only_some_replicas_differentiate_is_refused_with_its_name(tpu8):
+    """Its gradient would be the other replicas' sum without replica 0's: refused."""
     del tpu8
 
     def computation(x):
         replica = tf.get_static_value(
             tf.distribute.get_replica_context().replica_id_in_sync_group)
-        first, second = lowlevel.cross_replica_sum(x), lowlevel.cross_replica_sum(2.0 * x)
-        if replica == 0:  # replica 0 reaches `second`'s gradient later than the others
-            second = tf.identity(tf.identity(tf.identity(second)))
-        else:
-            first = tf.identity(tf.identity(tf.identity(first)))
-        return tf.gradients(tf.reduce_sum(first) + tf.reduce_sum(second * second), x)[0]
+        return _sums_in_replica_order(x, replica, skip_on_replica_zero=True)
 
     with tf.Graph().as_default(), warnings.catch_warnings():
         warnings.simplefilter("ignore", TPUCompatDeprecationWarning)
         with pytest.raises(lowlevel.cross_replica.CrossReplicaGradientOrderError,
-                           match="differentiated different cross_replica_sum ops"):
+                           match=r"CrossReplicaSum_1.*built by replicas \[1\] but not by "
+                                 r"replicas \[0\]"):
             lowlevel.replicate(computation, [[tf.ones([3])] for _ in range(2)])
 
 
@@ -187,3 +235,32 @@ def test_all_reduce_gradient_equals_one_device_without_walking_other_replicas(
     # 8 replicas x (2 forward + 2 gradient all-reduces) custom gradients, each
     # walking only its own identities (TF's own walked the replicas' graphs: 100s of ops).
     assert walked and max(walked) <= 4, walked
+
+
+def test_each_replica_reads_its_own_losses_collection(tpu8, monkeypatch):
+    """SimCLR's tf.losses.get_total_loss(): one replica's losses, as the one model_fn a TPU
+    built (replica k read replicas 0..k's before); outside the replicas, every entry."""
+    del tpu8
+    from tpu_compat._tf_internals import ops  # pylint: disable=import-outside-toplevel
+    from tpu_compat.lowlevel import replica_collections  # pylint: disable=import-outside-toplevel
+    graph_class = ops.Graph
+    monkeypatch.setattr(graph_class, "add_to_collection", replica_collections._recording_add(  # pylint: disable=protected-access
+        graph_class.add_to_collection))
+    monkeypatch.setattr(graph_class, "get_collection", replica_collections._filtering_get(  # pylint: disable=protected-access
+        graph_class.get_collection))
+
+    def computation(x):
+        tf.compat.v1.losses.add_loss(tf.reduce_sum(x))
+        tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.UPDATE_OPS, tf.no_op())
+        updates = len(tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.UPDATE_OPS))
+        return tf.compat.v1.losses.get_total_loss() + 0.0 * updates, tf.constant(updates)
+
+    with tf.Graph().as_default(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", TPUCompatDeprecationWarning)
+        outputs = lowlevel.replicate(computation, [[tf.fill([3], float(r + 1))] for r in range(N)])
+        every_loss = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.LOSSES)
+        with tf.compat.v1.Session() as session:
+            got = session.run(outputs)
+    assert [float(total) for total, _ in got] == [3.0 * (r + 1) for r in range(N)]
+    assert [int(updates) for _, updates in got] == [1] * N
+    assert len(every_loss) == N

@@ -205,7 +205,8 @@ def test_the_registry_refuses_an_order_that_breaks_a_declared_constraint():
                                          "'strategy devices': the hooks wrap"):
         registry.check_order(broken)
     with pytest.raises(ValueError, match="'nowhere', which is not a row"):
-        registry.check_order([registry.Patch("x", lambda _: None, "", after={"nowhere": "y"})])
+        registry.check_order([registry.Patch("x", lambda _: None, "", after={"nowhere": "y"},
+                                            targets=("m:x",))])
     # The redirects nest in table order; --tf1 only where install() is asked for it.
     assert [row.option for row in import_router.REDIRECTS] == ["tf1_imports", None, None, None, None]
 

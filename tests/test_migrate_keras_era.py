@@ -50,6 +50,11 @@ REWRITES = [
     (TF + "s = tf.compat.v1.distribute.experimental.TPUStrategy(\n"
      "    tpu_cluster_resolver=r,  # the TPU\n    steps_per_run=4)\n",
      TF + "s = tf.compat.v2.distribute.TPUStrategy(\n    tpu_cluster_resolver=r)\n"),
+    # a dotted import without `as`: libcst records `tensorflow.compat.v1` on the Attribute
+    ("import tensorflow.compat.v1\ns = tensorflow.compat.v1.distribute.experimental.TPUStrategy(r)\n"
+     "with s.scope():\n    pass\n",
+     "import tensorflow.compat.v1\ns = tensorflow.compat.v2.distribute.TPUStrategy(r)\n"
+     "with s.scope():\n    pass\n"),
     # TF 1.13's contrib spelling, through the compat.v1 class in one run
     (TF + "s = tf.contrib.distribute.TPUStrategy(r, steps_per_run=100)\n"
      "with s.scope():\n    pass\n",
@@ -140,32 +145,49 @@ def test_a_dropped_import_needs_every_use_written(monkeypatch):
     assert not result.changed
 
 
-@pytest.mark.requires_tf
-def test_keras_program_migrates_and_runs_strict_with_the_same_numbers(tmp_path):
-    name = "keras_tpu_strategy_legacy.py"
+def _migrate_and_run_both(tmp_path, name, expected, run_args, program_args=lambda tag: ()):
+    """Copies the legacy program ``name`` of tests/migrate_programs, upgrades it
+    (legacy free, each of ``expected`` in the result), writes the migrated copy
+    and runs both with ``tpu-compat run *run_args`` (the migrated one strict,
+    ``--warnings error --strict on``); the two runs' numbers, parsed, and the
+    migrated text. ``program_args(tag)`` are the program's own arguments for the
+    run tagged "legacy" or "migrated"."""
     legacy = tmp_path / name
     shutil.copy(os.path.join(PROGRAMS, name), legacy)
     result = upgrade.upgrade_file(str(legacy))
     assert result.error is None, result.error
     assert result.changed and report.legacy_free(result), result.outcomes
     text = result.output.decode("utf-8")
-    assert "tensorflow.contrib" not in text and "steps_per_run=" not in text
-    assert "# The contrib modules of TF 1.13/1.14 bring-up." in text  # comments stay
-    migrated = tmp_path / "keras_tpu_strategy_migrated.py"
+    for new in expected:
+        assert new in text, (new, text)
+    migrated = tmp_path / name.replace("_legacy.py", "_migrated.py")
     migrated.write_bytes(result.output)
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    before = check_ok(run_cli("run", "--replicas", "8", str(legacy),
-                              f"--model_dir={tmp_path / 'a'}"))
-    after = check_ok(run_cli("run", "--replicas", "8", "--warnings", "error", "--strict", "on",
-                             str(migrated), f"--model_dir={tmp_path / 'b'}"))
-    numbers, migrated_numbers = parse_numbers(before.stdout), parse_numbers(after.stdout)
-    assert {"replicas", "loss", "accuracy", "kernel_0_sum", "saved_model"} <= set(numbers)
-    assert numbers["replicas"] == 8 and numbers["saved_model"] == 1
+    before = check_ok(run_cli("run", *run_args, str(legacy), *program_args("legacy")))
+    after = check_ok(run_cli("run", *run_args, "--warnings", "error", "--strict", "on",
+                             str(migrated), *program_args("migrated")))
+    return parse_numbers(before.stdout), parse_numbers(after.stdout), text
+
+
+def _assert_same_numbers(numbers, migrated_numbers):
     assert set(numbers) == set(migrated_numbers)
     for key, value in numbers.items():
         assert math.isclose(value, migrated_numbers[key], rel_tol=1e-5, abs_tol=1e-6), (
             key, value, migrated_numbers[key])
+
+
+@pytest.mark.requires_tf
+def test_keras_program_migrates_and_runs_strict_with_the_same_numbers(tmp_path):
+    def model_dir(tag):
+        (tmp_path / tag).mkdir()
+        return (f"--model_dir={tmp_path / tag}",)
+
+    numbers, migrated_numbers, text = _migrate_and_run_both(
+        tmp_path, "keras_tpu_strategy_legacy.py", (), ("--replicas", "8"), model_dir)
+    assert "tensorflow.contrib" not in text and "steps_per_run=" not in text
+    assert "# The contrib modules of TF 1.13/1.14 bring-up." in text  # comments stay
+    assert {"replicas", "loss", "accuracy", "kernel_0_sum", "saved_model"} <= set(numbers)
+    assert numbers["replicas"] == 8 and numbers["saved_model"] == 1
+    _assert_same_numbers(numbers, migrated_numbers)
 
 
 @pytest.mark.requires_tf
@@ -173,26 +195,12 @@ def test_graph_loop_program_migrates_and_runs_strict_with_the_same_numbers(tmp_p
     """TF 1.15's session loop on the TPU strategy (`tpu-compat run --tf1`), upgraded
     to its TF 2.21 graph-mode form, keeps its structure and numbers under
     `--warnings error --strict on`."""
-    name = "tpu_graph_loop_legacy.py"
-    legacy = tmp_path / name
-    shutil.copy(os.path.join(PROGRAMS, name), legacy)
-    result = upgrade.upgrade_file(str(legacy))
-    assert result.error is None, result.error
-    assert result.changed and report.legacy_free(result), result.outcomes
-    text = result.output.decode("utf-8")
-    for new in ("make_initializable_iterator()", "args=(iterator.get_next(),)",
-                "iterator.initializer", "tf.compat.v2.distribute.TPUStrategy(resolver)",
-                "with tf.Session() as session:"):
-        assert new in text, text
-    migrated = tmp_path / "tpu_graph_loop_migrated.py"
-    migrated.write_bytes(result.output)
-    before = check_ok(run_cli("run", "--tf1", "--replicas", "8", str(legacy)))
-    after = check_ok(run_cli("run", "--tf1", "--replicas", "8", "--warnings", "error",
-                             "--strict", "on", str(migrated)))
-    numbers, migrated_numbers = parse_numbers(before.stdout), parse_numbers(after.stdout)
+    numbers, migrated_numbers, _ = _migrate_and_run_both(
+        tmp_path, "tpu_graph_loop_legacy.py",
+        ("make_initializable_iterator()", "args=(iterator.get_next(),)",
+         "iterator.initializer", "tf.compat.v2.distribute.TPUStrategy(resolver)",
+         "with tf.Session() as session:"),
+        ("--tf1", "--replicas", "8"))
     assert {"replicas", "loss_0", "loss_2", "w_sum"} <= set(numbers)
     assert numbers["replicas"] == 8 and numbers["loss_2"] < numbers["loss_0"]
-    assert set(numbers) == set(migrated_numbers)
-    for key, value in numbers.items():
-        assert math.isclose(value, migrated_numbers[key], rel_tol=1e-5, abs_tol=1e-6), (
-            key, value, migrated_numbers[key])
+    _assert_same_numbers(numbers, migrated_numbers)

@@ -27,14 +27,18 @@ EITHER_HEADER = ("try:\n    import tensorflow.compat.v1 as tf\n"
                  "except ImportError:\n    import tensorflow as tf\n")
 
 
-def _written(path, binding):
-    """``path`` (a module path) as code under ``import <binding> as tf``, or None."""
+def _written(path, binding, through_v2=True):
+    """``path`` (a module path) as code under ``import <binding> as tf``, or None.
+    ``through_v2``: also TF 2 names spelled through a compat.v2 ``tf``."""
     if path.startswith(binding + "."):
         return "tf" + path[len(binding):]
     if binding == "tensorflow.compat.v1" and path.startswith("tensorflow.contrib."):
         return "tf" + path[len("tensorflow"):]   # compat.v1 mirrors TF 1.x, contrib too
     if binding != "tensorflow" and path.startswith("tensorflow.compat."):
         return "tf" + path[len("tensorflow"):]   # tf.compat.v1.compat.v1 is compat.v1
+    if (through_v2 and binding == "tensorflow.compat.v2" and path.startswith("tensorflow.")
+            and not path.startswith("tensorflow.contrib.")):
+        return "tf" + path[len("tensorflow"):]   # TF 2's tf.compat.v2.X is X (SimCLR's tf2)
     return None
 
 
@@ -43,6 +47,17 @@ def _snippets(record):
     if record.kind == legacy_api.KIND_SYMBOL:
         for symbol in record.symbols:
             path = imports.module_path(symbol)
+            if record.rewrite is not None and record.rewrite.kind == legacy_api.REWRITE_VERSION_COMPARE:
+                # distutils' version classes: on TF's version, and on another's.
+                module, name = path.rsplit(".", 1)
+                yield (f"{symbol}:tf", f"import {module.split('.')[0]}\nimport tensorflow as tf\n"
+                                       f"ok = {path}(tf.__version__) < '1.14'\n")
+                yield (f"{symbol}:import-{module}", f"import {module}\nimport tensorflow as tf\n"
+                                                   f"ok = {path}(tf.__version__) >= '2.0'\n")
+                yield (f"{symbol}:np", f"import {module.split('.')[0]}\nimport numpy as np\n"
+                                       f"ok = {path}(np.__version__) < '1.14'\n")
+                yield f"from {module}", f"from {module} import {name}\n"
+                continue
             if not path.startswith("tensorflow"):
                 continue
             if record.hook.kind == legacy_api.HOOK_IMPORT or not path.startswith("tensorflow."):
@@ -77,7 +92,9 @@ def _snippets(record):
                 continue
             path = imports.module_path(symbol)
             for binding in BINDINGS:
-                written = _written(path, binding)
+                # Arguments of a TF 2 callee spelled through compat.v2 are not
+                # matched yet (the callee lists name the tensorflow.* paths).
+                written = _written(path, binding, through_v2=False)
                 if written is not None:
                     yield (f"{binding}:{symbol}",
                            f"import {binding} as tf\nx = {written}(r, {record.name}=8)\n")

@@ -29,7 +29,10 @@ FUNCTION_LEVEL_CIRCLES = set()
 # The only modules allowed over MAX_LINES: the legacy table's records (data)
 # and the scanner's analysis.
 MAX_LINES = 400
-LONG_MODULES = {"tpu_compat.legacy.records", "tpu_compat.migrate.analysis"}
+# estimator_tf2: the one file `upgrade --estimator-to-tf2` writes beside a program
+# (issue 36), self-contained by design.
+LONG_MODULES = {"tpu_compat.legacy.records", "tpu_compat.migrate.analysis",
+                "tpu_compat.migrate.estimator.estimator_tf2"}
 
 
 def _modules():
@@ -248,6 +251,9 @@ TF_INTERNALS_AS_DATA = {
         "the legacy table: the TensorFlow targets its hooks wrap and its rules name",
     "tpu_compat.patching.import_router":
         "the router's REDIRECTS table: the program's imports each route serves",
+    "tpu_compat.patching.rows":
+        "the patch rows' target names: the module names of what install() replaces, "
+        "folded to the names the rows declare",
     "tpu_compat.keras.imports":
         "the program's tensorflow.python.keras imports, served from tf_keras",
     "tpu_compat.contrib.submodules":

@@ -129,7 +129,7 @@ def test_loads_without_tensorflow_and_shows_its_options(run):
     """)
     result.assert_outcomes(passed=1)
     help_text = run("", "--help").stdout.str()
-    # One option per settings row that names one (tpu_compat/settings.py).
+    # One option per settings row that names one (tpu_compat/settings_rows.py).
     for setting in settings.pytest_rows():
         shown = (f"{setting.pytest_option} " if setting.pytest_const is not None else
                  f"{setting.pytest_option}={setting.metavar or setting.name.upper()}")

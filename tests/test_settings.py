@@ -1,4 +1,5 @@
-"""The settings table (tpu_compat/settings.py): one row per setting, one default each.
+"""The settings table (tpu_compat/settings.py; its rows: settings_rows.py): one row
+per setting, one default each.
 
 --help, doctor and README.md's configuration table are generated from the rows,
 and compared with them here; each entry point's defaults are checked where the
@@ -16,6 +17,8 @@ import pytest
 from conftest import REPO_ROOT
 from tpu_compat import _config, cli, runner, settings, settings_docs
 from tpu_compat.commands import doctor
+from tpu_compat.commands import regress as regress_command
+from tpu_compat.exit_codes import UsageError
 from tpu_compat.regress import script_process
 
 PACKAGE = pathlib.Path(REPO_ROOT) / "tpu_compat"
@@ -34,14 +37,14 @@ def test_every_variable_has_one_row():
     assert [setting.variable for setting in settings.ROWS] == [
         "TPU_COMPAT_BACKEND", "TPU_COMPAT_NUM_REPLICAS", "TPU_COMPAT_NUM_HOSTS",
         "TPU_COMPAT_WARNINGS", "TPU_COMPAT_STRICT", "TPU_COMPAT_FIDELITY",
-        "TPU_COMPAT_NUMERICS", "TPU_COMPAT_NUMERICS_OPS", "TPU_COMPAT_SEED",
+        "TPU_COMPAT_NUMERICS", "TPU_COMPAT_NUMERICS_OPS", "TPU_COMPAT_SEED", "TPU_COMPAT_TF1",
         "TPU_COMPAT_POD_TIMEOUT", "TPU_COMPAT_POD_PORT", "TPU_COMPAT_POD_LOGS",
         "TPU_COMPAT_TPU_TIMEOUT", "TF_USE_LEGACY_KERAS", "TF_ENABLE_ONEDNN_OPTS", "TPU_COMPAT_MAX_FILE_BYTES"]
     assert len({setting.name for setting in settings.ROWS}) == len(settings.ROWS)
     # Every TPU_COMPAT_* variable the package's docs and code mention is a row.
     mentioned = set()
     for path, _ in _modules():
-        mentioned.update(re.findall(r"\bTPU_COMPAT_[A-Z_]*[A-Z]", path.read_text(encoding="utf-8")))
+        mentioned.update(re.findall(r"\bTPU_COMPAT_[A-Z0-9_]*[A-Z0-9]", path.read_text(encoding="utf-8")))
     assert mentioned <= VARIABLES, mentioned - VARIABLES
 
 
@@ -50,7 +53,7 @@ def test_each_entry_point_has_its_defaults():
     expected = {
         settings.RUN: {"backend": "auto", "num_replicas": None, "fidelity": "tpu",
                        "strict": "auto", "warnings": None, "num_hosts": None,
-                       "seed": None, "pod_timeout": 60.0, "pod_port": None,
+                       "seed": None, "tf1": False, "pod_timeout": 60.0, "pod_port": None,
                        "numerics": "exact"},
         settings.REGRESS: {"backend": "cpu", "num_replicas": 8, "fidelity": "tpu", "seed": 0,
                            "numerics": "exact"},
@@ -80,7 +83,9 @@ def test_the_entry_points_apply_their_defaults():
     assert script_process.chosen_backend(environ={}) == "cpu"
     assert script_process.chosen_fidelity(environ={}) == "tpu"
     args = cli.build_parser().parse_args(["verify", "a.py", "b.py"])
-    assert (args.seed, args.backend, args.num_replicas, args.fidelity) == (0, None, None, None)
+    assert (args.seed, args.backend, args.num_replicas, args.fidelity) == (None,) * 4
+    options = regress_command._run_options(args)  # pylint: disable=protected-access
+    assert (options.seed, options.backend, options.replicas) == (0, "cpu", 8)
     # An exported default is only written when the user left the variable unset.
     environ = {"TPU_COMPAT_FIDELITY": "cpu", "TF_USE_LEGACY_KERAS": "",
                "TF_ENABLE_ONEDNN_OPTS": "1"}
@@ -125,11 +130,11 @@ _OTHER_DEFAULTS = {"DEFAULT_TIMEOUT_SECONDS", "DEFAULT_RTOL", "DEFAULT_ATOL"}
 
 
 def test_each_default_is_defined_only_in_the_table():
-    """No module but settings.py holds a setting's default or reads its variable
-    with a fallback of its own (``environ.get(VAR, default)``)."""
+    """No module but settings.py and settings_rows.py (the table) holds a setting's
+    default or reads its variable with a fallback of its own (``environ.get(VAR, default)``)."""
     offenders = []
     for path, tree in _modules():
-        if path.name == "settings.py":
+        if path.name in ("settings.py", "settings_rows.py"):
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign):
@@ -192,8 +197,8 @@ def _flag_helps(command):
     subparsers = next(action for action in parser._actions  # pylint: disable=protected-access
                       if isinstance(action, argparse._SubParsersAction))  # pylint: disable=protected-access
     subparser = subparsers.choices[command]
-    return subparser, {action.dest: action  # pylint: disable-next=protected-access
-                       for action in subparser._actions}
+    return subparser, {action.option_strings[0]: action  # pylint: disable-next=protected-access
+                       for action in subparser._actions if action.option_strings}
 
 
 @pytest.mark.parametrize("command,entry", [("run", settings.RUN), ("regress", settings.REGRESS),
@@ -201,17 +206,24 @@ def _flag_helps(command):
 def test_help_is_generated_from_the_table(command, entry):
     subparser, actions = _flag_helps(command)
     text = " ".join(subparser.format_help().split())
-    rows = [row for row in settings.flag_rows(entry) if row.name != "seed"]
+    rows = settings.flag_rows(entry)
     assert rows
     for setting in rows:
-        action = actions[setting.name]
+        action = actions[setting.flag]
+        assert action.dest == setting.name
         assert action.option_strings == [setting.flag]
         assert action.help == setting.help(entry)
         assert tuple(action.choices or ()) == tuple(setting.choices or ())
         assert " ".join(setting.help(entry).split()) in text
+        if setting.unset_flag:
+            groups = subparser._mutually_exclusive_groups  # pylint: disable=protected-access
+            assert any({setting.flag, setting.unset_flag} <= {
+                option for action in group._group_actions  # pylint: disable=protected-access
+                for option in action.option_strings} for group in groups)
+            assert setting.unset_flag in text and setting.unset_summary in text
     if entry == settings.REGRESS:
-        # --seed / --no-seed are regress's own; the default is the table's.
-        assert subparser.get_default("seed") == settings.row("seed").default(settings.REGRESS)
+        # The seed is regress's own: its help names the row's default, not the variable.
+        assert "--no-seed" in text and "(default: 0)" in text
 
 
 def test_run_help_tells_the_fidelity_default_truth(capsys):
@@ -263,6 +275,8 @@ class _Stop(Exception):
 
 
 def _sample(setting, entry):
+    if setting.flag_const is not None:  # a switch (--tf1): given without a value
+        return None, setting.parse(setting.flag, setting.flag_const)
     if setting.choices:
         value = [c for c in setting.choices if c != setting.default(entry)][-1]
         return value, value
@@ -314,9 +328,48 @@ def _resolved(command, args, setting, monkeypatch):
 @pytest.mark.parametrize("entry,command,setting", _flag_cases())
 def test_every_flag_row_reaches_what_its_command_resolves(entry, command, setting, monkeypatch):
     text, value = _sample(setting, entry)
-    args = cli.build_parser().parse_args([command, f"{setting.flag}={text}",
-                                          *_POSITIONALS[command]])
+    given = setting.flag if text is None else f"{setting.flag}={text}"
+    args = cli.build_parser().parse_args([command, given, *_POSITIONALS[command]])
+    assert value != setting.default(entry)
     assert _resolved(command, args, setting, monkeypatch) == value
+
+
+_UNSET_CASES = [case for case in _flag_cases() if case.values[2].unset_flag]
+
+
+@pytest.mark.parametrize("entry,command,setting", _UNSET_CASES)
+def test_every_unset_flag_reaches_what_its_command_resolves(entry, command, setting,
+                                                            monkeypatch):
+    # --no-seed: no value at all, whatever the variable says where it is ignored.
+    assert setting.default(entry) is not None
+    if entry in setting.variable_ignored_by:
+        monkeypatch.setenv(setting.variable, _sample(setting, entry)[0])
+    args = cli.build_parser().parse_args([command, setting.unset_flag,
+                                          *_POSITIONALS[command]])
+    assert _resolved(command, args, setting, monkeypatch) is None
+
+
+def test_the_seed_variable_does_not_reach_regress(monkeypatch):
+    monkeypatch.setenv(settings.SEED_VAR, "5")
+    assert settings.resolve(settings.REGRESS, names=("seed",)).seed == 0
+    assert settings.resolve(settings.RUN, names=("seed",)).seed == 5
+    with pytest.raises(UsageError, match="not allowed with argument --seed"):
+        cli.build_parser().parse_args(["regress", "x.py", "--golden", "g", "--check",
+                                       "--seed", "1", "--no-seed"])
+
+
+def test_no_flag_is_added_by_hand_beside_the_rows():
+    # Issue #32: --tf1 and --seed were argparse calls of their own. A flag that
+    # is also a row's must come from settings.add_flags, nowhere else.
+    row_flags = {flag for setting in settings.ROWS
+                 for flag in (setting.flag, setting.unset_flag) if flag}
+    for path, tree in _modules():
+        if path.name in ("settings.py", "settings_rows.py"):
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument"
+                    and node.args and isinstance(node.args[0], ast.Constant)):
+                assert node.args[0].value not in row_flags, (path, node.args[0].value)
 
 
 def test_the_flag_cases_cover_every_flag_row():

@@ -173,6 +173,19 @@ def step_and_file(name, value):
     return step, path
 
 
+_SWITCH_WORDS = {"1": True, "true": True, "yes": True, "on": True,
+                 "0": False, "false": False, "no": False, "off": False}
+
+
+def switch(name, value):
+    """On or off: ``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off``."""
+    word = str(value).strip().lower()
+    if word not in _SWITCH_WORDS:
+        raise ConfigError(f"{name}={value!r} is not valid; allowed values: "
+                          f"{', '.join(_SWITCH_WORDS)}")
+    return _SWITCH_WORDS[word]
+
+
 def any_text(name, value):
     """The value as given: for variables another program reads (TensorFlow)."""
     del name

@@ -125,6 +125,13 @@ from tensorflow.python.ops import custom_gradient
 # emulated TPU's MirroredVariables (estimator/tpu/scaffold_savers.py) must restore every
 # copy; the Saver asks this module's saveable_objects_for_op. No public API (checked 2.15-2.21).
 from tensorflow.python.training.saving import saveable_object_util
+# moving_averages and smart_cond: TF-Slim's batch_norm (contrib/_slim_batch_norm.py)
+# updates its moving averages with assign_moving_average (zero_debias included, which
+# tf.compat.v1.train.ExponentialMovingAverage does not take per variable) and picks
+# its training branch with smart_cond when is_training is a Python bool or a
+# tensor, as TF 1.15's contrib layers did; neither has a public TF 2.21 name.
+from tensorflow.python.training import moving_averages
+from tensorflow.python.framework import smart_cond
 # IsMklEnabled: whether oneDNN kernels run; no public API.
 from tensorflow.python.util import _pywrap_util_port as pywrap_util_port
 
@@ -163,6 +170,10 @@ from tensorflow.python.saved_model.model_utils import mode_keys
 # _StopAfterNEvalsHook, _evaluate_once, _get_or_create_eval_step: what TF 1.15's
 # Estimator.evaluate ran (tensorflow_estimator's estimator.py); private in TF too.
 from tensorflow.python.training import evaluation as tf_evaluation
+# get_or_create_steps_per_run_variable / _MultiStepStopAtStepHook: the steps-per-run
+# variable and stop hook of TF 1.15's Estimator with a TPU strategy (estimator/
+# distributed.py); the hook is private, the variable has no public API.
+from tensorflow.python.training import basic_session_run_hooks
 # _get_or_create_global_step_read: the read Estimator graphs cache (private);
 # create_global_step is public as tf.compat.v1.train.create_global_step, the same function.
 from tensorflow.python.training import training_util

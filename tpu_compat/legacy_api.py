@@ -34,7 +34,8 @@ from tpu_compat.legacy.schema import (ERAS, HOOK_ARGUMENT, HOOK_ARGUMENT_OMITTED
 # Issue 35's TPUStrategy-era rewrite kinds.
 from tpu_compat.legacy.schema import (REWRITE_CALL_TO_METHOD, REWRITE_DROP_IMPORT,
                                       REWRITE_GRAPH_LOOP, REWRITE_TF2_STRATEGY,
-                                      call_to_method, drop_import, graph_loop, tf2_strategy)
+                                      REWRITE_VERSION_COMPARE, call_to_method, drop_import,
+                                      graph_loop, tf2_strategy, version_compare)
 
 # What `from tpu_compat.legacy_api import *` gave before the table was split
 # (the other names above are importable by name, as they were).

@@ -1,6 +1,7 @@
-"""The settings table: every value a user can set, in one place.
+"""The settings table: every value a user can set, in one place, and what walks it.
 
-Each :class:`Setting` row holds the environment variable, the ``tpu-compat``
+The rows live in :mod:`tpu_compat.settings_rows` (data; re-exported here as
+:data:`ROWS`). Each :class:`Setting` row holds the environment variable, the ``tpu-compat``
 flag and the pytest option that set it, its parser (:mod:`tpu_compat._config`:
 bounds, and one clear error naming the variable or flag and the allowed
 values), and its default for each *entry point*:
@@ -28,224 +29,18 @@ import os
 from tpu_compat import _config
 # The table's shape, re-exported: settings.RUN, settings.Setting, ...
 from tpu_compat.settings_schema import (  # pylint: disable=unused-import
-    COMMANDS, ENTRY_POINT_NAMES, ENTRY_POINTS, LIBRARY, MIGRATE, PYTEST, REGRESS, RUN,
+    COMMANDS, ENTRY_POINT_NAMES, ENTRY_POINTS, LIBRARY, MIGRATE, PYTEST, REGRESS, RUN, UNSET,
     Computed, FrozenError, Setting, Settings)
+# The rows, re-exported: settings.ROWS, settings.DEFAULT_EMULATED_REPLICAS, ...
+# The functions below read ROWS from this module when called, so a test that
+# replaces settings.ROWS (and adds to _BY_NAME) is seen by all of them.
+from tpu_compat.settings_rows import (  # pylint: disable=unused-import
+    DEFAULT_EMULATED_REPLICAS, ROWS, tf_keras_installed)
 
-__all__ = ["ENTRY_POINTS", "LIBRARY", "MIGRATE", "PYTEST", "REGRESS", "ROWS", "RUN", "Setting",
+__all__ = ["ENTRY_POINTS", "LIBRARY", "MIGRATE", "PYTEST", "REGRESS", "ROWS", "RUN", "UNSET",
+           "Setting",
            "Settings", "add_flags", "export", "flag_rows", "flags_given", "pytest_rows", "read",
            "resolve", "row"]
-
-# A v2-8 / v3-8 slice has 8 cores: what the emulated TPU has unless told.
-DEFAULT_EMULATED_REPLICAS = 8
-
-
-def _choices(allowed):
-    def parse(name, value):
-        return _config.choice(name, value, allowed)
-    return parse
-
-
-def tf_keras_installed():
-    """Whether tf-keras (Keras 2, what legacy code expects) can be imported."""
-    import importlib.util  # pylint: disable=import-outside-toplevel
-    return importlib.util.find_spec("tf_keras") is not None
-
-
-# Keras 3 (TF 2.21's default tf.keras) with steps_per_execution under
-# MirroredStrategy fails with INVALID_ARGUMENT; legacy code expects Keras 2,
-# which tf-keras is. Without tf-keras, TensorFlow's own default stays.
-_LEGACY_KERAS_FOR_RUN = Computed(lambda: "1" if tf_keras_installed() else None,
-                                 "1 when tf-keras is installed")
-
-
-def _replicas_text(value):
-    return (f"as many as the backend has: {DEFAULT_EMULATED_REPLICAS} emulated cores, "
-            f"every GPU or TPU core" if value is None else str(value))
-
-
-def _unset_as(text):
-    return lambda value: text if value is None else str(value)
-
-
-ROWS = (
-    Setting(
-        "backend", "TPU_COMPAT_BACKEND", _choices(("auto", "tpu", "gpu", "cpu")),
-        {RUN: "auto", REGRESS: "cpu", PYTEST: "auto", LIBRARY: "auto"},
-        values="`auto`, `tpu`, `gpu`, `cpu`",
-        meaning="hardware behind the strategies; `auto` uses a TPU if TensorFlow lists "
-                "local TPU devices or `TPU_NAME` is set, else GPUs, else CPU emulation, "
-                "and never touches the network (but to check, with `TPU_NAME` set, that "
-                "its TPU answers: `TPU_COMPAT_TPU_TIMEOUT`); `regress` and `verify` run on the "
-                "CPU emulation whatever accelerators the machine has, so golden files "
-                "check anywhere",
-        summary="hardware", flag="--backend", flag_entries=(RUN, REGRESS),
-        choices=("auto", "tpu", "gpu", "cpu"), pytest_option="--tpu", pytest_const="tpu",
-        pytest_summary="test on a real TPU (the one TPU_NAME names, or the local TPU VM); "
-                       "also implied by TPU_NAME"),
-    Setting(
-        "num_replicas", "TPU_COMPAT_NUM_REPLICAS", _config.replica_count,
-        {RUN: None, REGRESS: DEFAULT_EMULATED_REPLICAS, PYTEST: DEFAULT_EMULATED_REPLICAS,
-         LIBRARY: None},
-        values=f"int, 1 to {_config.MAX_REPLICAS}", meaning="emulated TPU cores",
-        summary="emulated TPU cores", flag="--replicas", flag_entries=(RUN, REGRESS),
-        metavar="N", pytest_option="--tpu-compat-replicas", show=_replicas_text,
-        pytest_summary="cores of the emulated TPU this process tests on; tests marked "
-                       "tpu_replicas with other counts run in child processes"),
-    Setting(
-        "num_hosts", "TPU_COMPAT_NUM_HOSTS", _config.positive_int,
-        {RUN: None, PYTEST: None, LIBRARY: None},
-        values="positive int",
-        meaning="emulate a TPU pod slice of H hosts, each a TensorFlow worker process "
-                "with N/H of the cores ([pod slices](docs/pods.md)); the pytest "
-                "plugin's marker takes `hosts=H`",
-        summary="emulate a TPU pod slice of H hosts (docs/pods.md), each a "
-                "TensorFlow worker process with N/H of the cores",
-        flag="--hosts", flag_entries=(RUN,), metavar="H", show=_unset_as("1")),
-    Setting(
-        "warnings", "TPU_COMPAT_WARNINGS", _choices(("once", "always", "error", "ignore")),
-        {RUN: None, PYTEST: None, LIBRARY: None},
-        values="`once`, `always`, `error`, `ignore`",
-        meaning="policy for `TPUCompatDeprecationWarning` and `TPUSemanticsWarning` "
-                "(`--fidelity tpu`'s lint); `error` makes CI fail on any legacy API",
-        summary="legacy-API warning policy", flag="--warnings", flag_entries=(RUN,),
-        choices=("once", "always", "error", "ignore"),
-        pytest_option="--tpu-compat-warnings", show=_unset_as("once"),
-        pytest_summary="policy for TPUCompatDeprecationWarning in tests: once, always, "
-                       "error (every legacy-API use fails its test), ignore"),
-    Setting(
-        "strict", "TPU_COMPAT_STRICT", _choices(("auto", "on", "off")),
-        {RUN: "auto", LIBRARY: "auto"},
-        values="`auto`, `on`, `off`",
-        meaning="modern calls (`run`, `experimental_distribute_dataset`, ...) follow "
-                "TF 2.21's `TPUStrategy` rules, errors included, while legacy entry "
-                "points keep their era's semantics; `auto` is `on` exactly when "
-                "legacy-API warnings are errors; `verify` runs the migrated script "
-                "with `on` ([strict mode](docs/emulated_tpu.md#strict-mode-tf-221s-rules))",
-        summary="modern calls follow TF 2.21's TPUStrategy rules, errors included; "
-                "auto: on when --warnings=error",
-        flag="--strict", flag_entries=(RUN,), choices=("auto", "on", "off")),
-    Setting(
-        "fidelity", "TPU_COMPAT_FIDELITY", _choices(("cpu", "tpu")),
-        # `tpu-compat run`, regress and the tests answer "does this work on a
-        # TPU": nothing legitimate broke when the whole test suite, every
-        # scenario and example ran under tpu (docs/emulated_tpu.md). A
-        # program that installs the shim itself keeps what its CPU runs.
-        {RUN: "tpu", REGRESS: "tpu", PYTEST: "tpu", LIBRARY: "cpu"},
-        values="`cpu`, `tpu`",
-        meaning="`tpu`: each replica step is checked at trace time as TF 2.21's TPU "
-                "compiler would (XLA kernel registry, no string/complex128 tensors); an "
-                "op a TPU cannot compile raises `TPUCompilationError` naming the op and "
-                "your line; with soft device placement on while the step is traced "
-                "(eager TF 2.x code, or set explicitly; off inside `tf.function` and in "
-                "TF 1.x mode) TF 2.21 moves such ops to the TPU host itself, so nothing "
-                "is reported ([fidelity](docs/emulated_tpu.md#fidelity-would-a-tpu-"
-                "compile-this-step)); ops a TPU computes differently (seeded random ops, "
-                "float64, integer division by a divisor that can be 0) warn "
-                "(`TPUSemanticsWarning`, [lint](docs/emulated_tpu.md#the-tpu-semantics-lint))",
-        summary="tpu: check every replica step at trace time as TF 2.21's TPU "
-                "compiler would",
-        flag="--fidelity", flag_entries=(RUN, REGRESS), choices=("cpu", "tpu"),
-        metavar=None, pytest_option="--tpu-compat-fidelity",
-        pytest_summary="how faithfully the emulated TPU models a TPU's compiler: tpu "
-                       "(each replica step checked as TF's TPU compiler would) or cpu",
-        exported_by=(RUN, PYTEST)),
-    Setting(
-        "numerics", "TPU_COMPAT_NUMERICS", _choices(("exact", "tpu")),
-        {RUN: "exact", REGRESS: "exact", PYTEST: "exact", LIBRARY: "exact"},
-        values="`exact`, `tpu`",
-        meaning="`tpu`: in each replica step of the emulated TPU, float32 matmuls, "
-                "einsums and convolutions (and their gradients) round their operands "
-                "to bfloat16 and sum in float32, as a TPU's default precision does, "
-                "unless the program turned TensorFloat-32 off; `exact`: CPU float32 "
-                "([numerics](docs/emulated_tpu.md#numerics))",
-        summary="tpu: round float32 matmul/conv operands in replica steps to bfloat16 "
-                "as a TPU does",
-        flag="--numerics", flag_entries=(RUN, REGRESS), choices=("exact", "tpu"),
-        pytest_option="--tpu-compat-numerics",
-        pytest_summary="the emulated TPU's matmul and convolution precision: tpu (float32 "
-                       "operands rounded to bfloat16 in replica steps, as a TPU does) or "
-                       "exact"),
-    Setting(
-        "numerics_ops", "TPU_COMPAT_NUMERICS_OPS", _config.step_and_file,
-        {RUN: None, LIBRARY: None},
-        values=f"`STEP:FILE`, STEP from 1 to {_config.MAX_STEP}",
-        meaning="with `--numerics tpu`: record each rounded op that replica 0 runs in "
-                "its STEP-th replica step (its op, your line, how far its rounding moves "
-                "its output) and write them to FILE (JSON) at exit; `numerics-diff "
-                "--ops-at-step` sets it ([numerics](docs/emulated_tpu.md#numerics))",
-        show=_unset_as("not recorded")),
-    Setting(
-        "seed", "TPU_COMPAT_SEED", _config.seed,
-        # regress and verify seed each script with their --seed (default 0,
-        # --no-seed: none) and ignore the variable, which they set per script.
-        {RUN: None, REGRESS: 0},
-        values=f"int, 0 to {_config.MAX_SEED} (2**32 - 1)",
-        meaning="seed Python, NumPy and TensorFlow RNGs before the script runs "
-                "(`regress` and `verify` set it for each script from their `--seed`)",
-        flag="--seed", flag_entries=(REGRESS,), metavar="N", show=_unset_as("unseeded")),
-    Setting(
-        "pod_timeout", "TPU_COMPAT_POD_TIMEOUT", _config.positive_seconds,
-        {RUN: 60.0, LIBRARY: 60.0},
-        values=f"seconds, above 0, at most {_config.MAX_SECONDS:g}",
-        meaning="how long a pod worker may take to come up (and, with `TF_CONFIG`, "
-                "to answer) ([pod slices](docs/pods.md))",
-        show=lambda value: f"{value:g}"),
-    Setting(
-        "pod_port", "TPU_COMPAT_POD_PORT", _config.port_number,
-        {RUN: None, LIBRARY: None},
-        values="port, 1 to 65535",
-        meaning="first loopback port of the pod workers `--hosts` starts, one per host "
-                "([pod slices](docs/pods.md))",
-        show=_unset_as("free ports")),
-    Setting(
-        "pod_logs", "TPU_COMPAT_POD_LOGS", _config.directory,
-        {RUN: None, LIBRARY: None},
-        values="a directory",
-        meaning="keep the pod workers' logs there (`worker<T>-<chief pid>.log`, and the "
-                "chief's TensorFlow log after a pod fault); unset, no log outlives the run "
-                "([pod slices](docs/pods.md#faults))",
-        show=_unset_as("not kept")),
-    Setting(
-        "tpu_timeout", "TPU_COMPAT_TPU_TIMEOUT", _config.positive_seconds,
-        {RUN: 30.0, PYTEST: 30.0, LIBRARY: 30.0},
-        values=f"seconds, above 0, at most {_config.MAX_SECONDS:g}",
-        meaning="how long the TPU that `TPU_NAME` names may take to answer before the "
-                "program starts (a `grpc://` address: its gRPC server; a name: the GCE "
-                "metadata server TensorFlow looks it up with); then one error naming "
-                "`TPU_NAME`, exit code 2",
-        show=lambda value: f"{value:g}"),
-    Setting(
-        "legacy_keras", "TF_USE_LEGACY_KERAS", _config.any_text,
-        {RUN: _LEGACY_KERAS_FOR_RUN, LIBRARY: None},
-        values="`1` / `0` (TensorFlow reads `1`, `true`, `True` as yes)",
-        meaning="`tpu-compat run` sets `1` (tf-keras, the Keras 2 legacy code expects) "
-                "unless you set it",
-        show=_unset_as("unset (Keras 3)"), exported_by=(RUN,), blank_is_unset=False),
-    # TensorFlow reads it once, at import. Its oneDNN Conv2D/Conv3D/DepthwiseConv2dNative
-    # kernels give an empty batch the input's channels ((0,16,16,3) for 8 filters), and a
-    # partial last batch split over the emulated cores gives some core an empty batch
-    # (TF's input_lib hands such a replica a batch of 0, _dummy_tensor_fn in r2.3's
-    # tensorflow/python/distribute/input_lib.py); a TPU core (XLA) gives (0,16,16,8).
-    Setting(
-        "onednn", "TF_ENABLE_ONEDNN_OPTS", _config.any_text,
-        {RUN: "0", LIBRARY: None},
-        values="`0` / `1`",
-        meaning="`tpu-compat run` sets `0` unless you set it: TensorFlow's oneDNN "
-                "convolutions give an emulated core's empty batch the wrong shape "
-                "([emulated TPU](docs/emulated_tpu.md#empty-replica-batches))",
-        show=_unset_as("unset (TensorFlow's default)"), exported_by=(RUN,),
-        blank_is_unset=False),
-    # libcst's parse and analysis cost about 13 CPU s and 400 MB per MB of
-    # source (a 5 MB file: 131 s and 2.1 GB for upgrade's two passes).
-    Setting(
-        "max_file_bytes", "TPU_COMPAT_MAX_FILE_BYTES", _config.positive_int,
-        {MIGRATE: 1_000_000},
-        values="positive number of bytes",
-        meaning="`scan` and `upgrade` report and skip a file larger than this that may "
-                "hold a legacy API ([migration](docs/migration.md#what-upgrade-never-does))",
-        summary="skip (and report) a file larger than this that may hold a legacy API",
-        flag="--max-file-bytes", flag_entries=(MIGRATE,), metavar="N"),
-)
 
 _BY_NAME = {setting.name: setting for setting in ROWS}
 
@@ -259,6 +54,7 @@ FIDELITY_VAR = _BY_NAME["fidelity"].variable
 NUMERICS_VAR = _BY_NAME["numerics"].variable
 NUMERICS_OPS_VAR = _BY_NAME["numerics_ops"].variable
 SEED_VAR = _BY_NAME["seed"].variable
+TF1_VAR = _BY_NAME["tf1"].variable
 POD_TIMEOUT_VAR = _BY_NAME["pod_timeout"].variable
 POD_PORT_VAR = _BY_NAME["pod_port"].variable
 TPU_TIMEOUT_VAR = _BY_NAME["tpu_timeout"].variable
@@ -316,16 +112,19 @@ def resolve(entry, environ=None, flags=None, names=None):
     for name in wanted | set(flags):
         if entry not in row(name).defaults:
             raise ValueError(f"setting {name!r} has no default at {entry}; add one to "
-                             f"its row in tpu_compat/settings.py")
+                             f"its row in tpu_compat/settings_rows.py")
     values, sources = {}, {}
     for setting in ROWS:
         if setting.name not in wanted:
             continue
-        if setting.name in flags:
+        if flags.get(setting.name) is UNSET:
+            values[setting.name] = None
+            sources[setting.name] = setting.unset_flag
+        elif setting.name in flags:
             flag = setting.pytest_option if entry == PYTEST else setting.flag
             values[setting.name] = setting.parse(flag, flags[setting.name])
             sources[setting.name] = flag
-        elif setting.given_in(environ):
+        elif entry not in setting.variable_ignored_by and setting.given_in(environ):
             values[setting.name] = setting.parse(setting.variable,
                                                  environ[setting.variable])
             sources[setting.name] = setting.variable
@@ -352,8 +151,11 @@ def export(resolved, environ=None):
         from_flag = source not in (None, setting.variable)
         exported_default = (source is None and resolved.entry in setting.exported_by
                             and value is not None)
-        if from_flag or exported_default:
-            environ[setting.variable] = str(value)
+        if from_flag and value is None:  # an unset flag (--no-seed)
+            environ.pop(setting.variable, None)
+            changed.append(setting.variable)
+        elif from_flag or exported_default:
+            environ[setting.variable] = setting.text(value)
             changed.append(setting.variable)
     return changed
 
@@ -380,8 +182,19 @@ def add_flags(parser, entry, names=None):
     """Adds the settings' flags to ``entry``'s argparse ``parser``.
 
     Each flag's value lands under the row's name, unparsed (None when not
-    given), for :func:`resolve`'s ``flags``; its help is the row's.
+    given; :data:`UNSET` from a row's ``unset_flag``), for :func:`resolve`'s
+    ``flags``; its help is the row's.
     """
     for setting in flag_rows(entry, names):
-        parser.add_argument(setting.flag, dest=setting.name, choices=setting.choices,
-                            metavar=setting.metavar, help=setting.help(entry))
+        target = parser
+        if setting.unset_flag:
+            target = parser.add_mutually_exclusive_group()
+        if setting.flag_const is not None:
+            target.add_argument(setting.flag, dest=setting.name, action="store_const",
+                                const=setting.flag_const, help=setting.help(entry))
+        else:
+            target.add_argument(setting.flag, dest=setting.name, choices=setting.choices,
+                                metavar=setting.metavar, help=setting.help(entry))
+        if setting.unset_flag:
+            target.add_argument(setting.unset_flag, dest=setting.name, action="store_const",
+                                const=UNSET, help=setting.unset_summary)

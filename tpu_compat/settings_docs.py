@@ -8,7 +8,7 @@ from tpu_compat import settings
 
 __all__ = ["README_BEGIN", "README_END", "markdown_table", "with_readme_table"]
 
-README_BEGIN = ("<!-- settings table: generated from tpu_compat/settings.py; do not edit. "
+README_BEGIN = ("<!-- settings table: generated from tpu_compat/settings_rows.py; do not edit. "
                 "Regenerate with: python scripts/settings_table.py -->")
 README_END = "<!-- end of settings table -->"
 

@@ -11,7 +11,7 @@ import os
 import types
 
 __all__ = ["COMMANDS", "ENTRY_POINTS", "ENTRY_POINT_NAMES", "LIBRARY", "MIGRATE", "PYTEST",
-           "REGRESS", "RUN", "Computed", "FrozenError", "Setting", "Settings"]
+           "REGRESS", "RUN", "UNSET", "Computed", "FrozenError", "Setting", "Settings"]
 
 # The entry points, in the order the documentation names them.
 RUN, REGRESS, PYTEST, LIBRARY = "run", "regress", "pytest", "install()"
@@ -24,6 +24,18 @@ ENTRY_POINT_NAMES = {RUN: "`run`", REGRESS: "`regress`, `verify`",
                      MIGRATE: "`scan`, `upgrade`"}
 # The subcommands that are each entry point (their flags share the rows).
 COMMANDS = {RUN: ("run",), REGRESS: ("regress", "verify"), MIGRATE: ("scan", "upgrade")}
+
+
+class _Unset:
+    """What a row's ``unset_flag`` (``--no-seed``) gives: no value, on purpose."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "UNSET"
+
+
+UNSET = _Unset()
 
 
 class FrozenError(AttributeError):
@@ -62,11 +74,13 @@ class Setting(_Frozen):
     """One row: a setting, where it can be given, and its defaults."""
 
     __slots__ = ("name", "variable", "parse", "defaults", "values", "meaning", "summary",
-                 "flag", "flag_entries", "metavar", "choices", "pytest_option",
+                 "flag", "flag_entries", "metavar", "choices", "flag_const", "unset_flag",
+                 "unset_summary", "variable_ignored_by", "pytest_option",
                  "pytest_summary", "pytest_const", "show", "exported_by", "blank_is_unset")
 
     def __init__(self, name, variable, parse, defaults, *, values, meaning, summary="",
-                 flag=None, flag_entries=(), metavar=None, choices=None,
+                 flag=None, flag_entries=(), metavar=None, choices=None, flag_const=None,
+                 unset_flag=None, unset_summary="", variable_ignored_by=(),
                  pytest_option=None, pytest_summary="", pytest_const=None, show=str,
                  exported_by=(), blank_is_unset=True):
         """
@@ -80,6 +94,12 @@ class Setting(_Frozen):
           summary: the flag's --help explanation.
           flag, flag_entries: the flag, and the entry points whose commands take it.
           metavar, choices: argparse's, for the flag.
+          flag_const: the raw value the flag stands for when it takes no value
+            (``--tf1``: ``1``); None: it takes one.
+          unset_flag, unset_summary: a second flag (and its --help) that
+            chooses no value at all (``--no-seed``), beside ``flag``.
+          variable_ignored_by: entry points that never read the variable
+            (they set it for each process they start: regress's seed).
           pytest_option: the pytest plugin's option for it; the plugin adds an
             option for each row that has one, and exports what it resolved.
           pytest_summary: the option's --help explanation (default: summary).
@@ -96,6 +116,8 @@ class Setting(_Frozen):
                    defaults=types.MappingProxyType(dict(defaults)), values=values,
                    meaning=meaning, summary=summary, flag=flag,
                    flag_entries=tuple(flag_entries), metavar=metavar, choices=choices,
+                   flag_const=flag_const, unset_flag=unset_flag, unset_summary=unset_summary,
+                   variable_ignored_by=tuple(variable_ignored_by),
                    pytest_option=pytest_option, pytest_summary=pytest_summary or summary,
                    pytest_const=pytest_const, show=show,
                    exported_by=tuple(exported_by), blank_is_unset=blank_is_unset)
@@ -126,7 +148,7 @@ class Setting(_Frozen):
     def read(self, environ=None, entry=LIBRARY):
         """The variable's value, parsed, else the default at ``entry``."""
         environ = os.environ if environ is None else environ
-        if self.given_in(environ):
+        if entry not in self.variable_ignored_by and self.given_in(environ):
             return self.parse(self.variable, environ[self.variable])
         return self.default(entry)
 
@@ -152,8 +174,16 @@ class Setting(_Frozen):
 
     def help(self, entry):
         """The flag's --help line for ``entry``'s commands."""
+        if entry in self.variable_ignored_by:
+            return f"{self.summary} (default: {self.default_text(entry)})"
         return (f"{self.summary} (default: ${self.variable}, else "
                 f"{self.default_text(entry)})")
+
+    def text(self, value):
+        """``value`` as the variable holds it (a switch: ``1`` / ``0``)."""
+        if isinstance(value, bool):
+            return "1" if value else "0"
+        return str(value)
 
     @property
     def pytest_dest(self):

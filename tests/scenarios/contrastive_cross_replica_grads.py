@@ -7,7 +7,9 @@ Written as the self-supervised TPU code of 2019-2020 was (absl flags,
 loss over the whole global batch whose hidden vectors are concatenated across
 replicas with the one-hot + ``cross_replica_sum`` idiom
 (``tpu_cross_replica_concat``), so the loss is differentiated through two
-different cross-replica sums of different shapes. Trained with
+different cross-replica sums of different shapes. As SimCLR's model_fn, it
+adds weight decay with ``tf.losses.add_loss`` and reads its loss back with
+``tf.losses.get_total_loss()``, each replica's own on a TPU. Trained with
 ``CrossShardOptimizer``. Without ``--use_tpu`` it is the one-device reference
 of the same global batch (both cross-replica ops are identities there).
 
@@ -91,7 +93,12 @@ def model_fn(features, labels, mode, params):
     offset = tf.cast(replica_id(), tf.int32) * local if num_replicas() > 1 else 0
     logits = tf.matmul(z, z_all, transpose_b=True) / FLAGS.temperature
     targets = tf.one_hot(tf.range(local) + offset, tf.shape(z_all)[0])
-    loss = tf.losses.softmax_cross_entropy(targets, logits)
+    tf.losses.softmax_cross_entropy(targets, logits)
+    # SimCLR's model_fn: weight decay added to the losses collection, and the
+    # loss read back from it (each TPU replica built its own collection once).
+    tf.losses.add_loss(1e-2 * tf.add_n(
+        [tf.nn.l2_loss(v) for v in tf.trainable_variables() if "kernel" in v.name]))
+    loss = tf.losses.get_total_loss()
     optimizer = tf.train.GradientDescentOptimizer(FLAGS.learning_rate)
     if FLAGS.use_tpu:
         optimizer = tf.tpu.CrossShardOptimizer(optimizer)

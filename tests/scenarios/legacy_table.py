@@ -264,6 +264,47 @@ def tf114_contrib_surveyed_names():
 
 
 @snippet
+def tf115_slim_model():
+    # A slim-style network (issue 34): each TF-Slim name read warns at its line.
+    with tf.Graph().as_default():
+        contrib = tf.compat.v1.contrib
+        slim = contrib.slim
+        framework = contrib.framework
+        layers = contrib.layers
+        images = tf.ones([2, 8, 8, 3])
+        conv2d = layers.conv2d  # TPC187
+        with framework.arg_scope([conv2d], padding="SAME"):  # TPC180
+            net = conv2d(images, 4, 3)
+        convolution2d = slim.convolution2d  # TPC188
+        batch_norm = slim.batch_norm  # TPC186
+        with slim.arg_scope([convolution2d], normalizer_fn=batch_norm):  # TPC180
+            net = convolution2d(net, 4, 1, scope="c2")
+        assert framework.has_arg_scope(conv2d)  # TPC182
+        assert "padding" in slim.arg_scoped_arguments(conv2d)  # TPC183
+        assert framework.current_arg_scope() == {}  # TPC184
+        decorated = slim.add_arg_scope(lambda x, y=1: x + y)  # TPC181
+        assert decorated(1) == 2
+        net = slim.separable_conv2d(net, 4, 3)  # TPC194
+        net = layers.separable_convolution2d(net, None, 3, scope="dw")  # TPC195
+        net = slim.max_pool2d(net, 2)  # TPC192
+        net = layers.avg_pool2d(net, 2, padding="SAME")  # TPC185
+        net = slim.dropout(net, 0.5)  # TPC189
+        net = slim.flatten(net)  # TPC190
+        initializer = layers.variance_scaling_initializer()  # TPC198
+        regularizer = slim.l2_regularizer(1e-4)  # TPC110
+        fully_connected = slim.fully_connected  # TPC191
+        net = fully_connected(net, 3, weights_initializer=initializer,
+                              weights_regularizer=regularizer)
+        batch_norm(net, updates_collections=None, scope="bn")
+        slim.softmax(net)  # TPC196
+        slim.repeat(net, 2, fully_connected, 3, scope="r")  # TPC193
+        layers.stack(net, fully_connected, [3, 3], scope="s")  # TPC197
+        slim.xavier_initializer()  # TPC069
+        framework.variable("v", shape=[1])  # TPC199
+        slim.model_variable("m", shape=[1])  # TPC200
+
+
+@snippet
 def tf113_keras_tpu_model():
     contrib = tf.compat.v1.contrib
     model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(2,))])

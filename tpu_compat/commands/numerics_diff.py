@@ -13,8 +13,7 @@ import math
 import os
 
 from tpu_compat import _config, _paths, settings
-from tpu_compat.commands.regress import (DEFAULT_TIMEOUT_SECONDS, add_seed_arguments,
-                                         interruptible,
+from tpu_compat.commands.regress import (DEFAULT_TIMEOUT_SECONDS, interruptible,
                                          non_negative_float, number_type,
                                          positive_float)
 from tpu_compat.exit_codes import EXIT_FAILURE, EXIT_OK, UsageError
@@ -22,7 +21,7 @@ from tpu_compat.regress import measure, numerics_diff, script_process
 
 __all__ = ["register", "run_numerics_diff"]
 
-_SETTINGS = ("backend", "num_replicas", "fidelity")
+_SETTINGS = ("backend", "num_replicas", "fidelity", "seed")
 LISTED_NUMBERS = 10
 
 
@@ -55,8 +54,6 @@ def register(subparsers):
                              "step (1-based, counting every step run: training, evaluation "
                              "and prediction), by how far the rounding moves each op's "
                              "output on the same inputs, largest first (--top of them)")
-    add_seed_arguments(parser, "run",
-                       unseeded_note=" (the two runs then differ for that reason too)")
     parser.set_defaults(handler=interruptible("numerics-diff", run_numerics_diff))
 
 
@@ -117,7 +114,7 @@ def _run_options(args):
     chosen = settings.resolve(settings.REGRESS, names=_SETTINGS,
                               flags=settings.flags_given(args, settings.REGRESS, _SETTINGS))
     return measure.RunOptions(replicas=chosen.num_replicas, timeout=args.timeout,
-                              seed=args.seed, backend=chosen.backend,
+                              seed=chosen.seed, backend=chosen.backend,
                               fidelity=chosen.fidelity)
 
 
@@ -126,8 +123,8 @@ def run_numerics_diff(args):
     if problem:
         raise UsageError(f"tpu-compat numerics-diff: error: {problem}")
     options = _run_options(args)
-    seeded = ("RNGs not seeded" if args.seed is None
-              else f"RNGs seeded with {args.seed} before each run")
+    seeded = ("RNGs not seeded" if options.seed is None
+              else f"RNGs seeded with {options.seed} before each run")
     _print(f"tpu-compat numerics-diff: {args.script} under --numerics exact and tpu with "
            f"{options.replicas} replicas on backend {options.backend}, fidelity "
            f"{options.fidelity}; {seeded}")

@@ -19,8 +19,9 @@ __all__ = ["register", "run_regress", "run_verify"]
 
 DEFAULT_TIMEOUT_SECONDS = 600.0
 # The settings regress and verify read (table order); the seed is theirs:
-# --seed (the table's default), never $TPU_COMPAT_SEED, which they set per script.
-_SETTINGS = ("backend", "num_replicas", "fidelity", "numerics")
+# --seed / --no-seed (the row's default), never $TPU_COMPAT_SEED, which they
+# set per script (the row's variable_ignored_by).
+_SETTINGS = ("backend", "num_replicas", "fidelity", "numerics", "seed")
 _INDENT = "    "
 
 
@@ -84,21 +85,6 @@ def _add_run_arguments(parser):
                         help=f"relative tolerance (default: {compare.DEFAULT_RTOL:g})")
     parser.add_argument("--atol", metavar="A", type=non_negative_float("--atol"),
                         help=f"absolute tolerance (default: {compare.DEFAULT_ATOL:g})")
-    add_seed_arguments(parser, "script", default_note="; a script's own seeding wins")
-
-
-def add_seed_arguments(parser, each, default_note="", unseeded_note=""):
-    """``--seed N`` / ``--no-seed``, which regress, verify and numerics-diff take:
-    the seed each run gets (the table's default), never ``$TPU_COMPAT_SEED``."""
-    seed_row = settings.row("seed")
-    default_seed = seed_row.default(settings.REGRESS)
-    seed = parser.add_mutually_exclusive_group()
-    seed.add_argument(seed_row.flag, metavar=seed_row.metavar, dest="seed",
-                      type=number_type(seed_row.flag, seed_row.parse), default=default_seed,
-                      help=f"seed Python, NumPy and TensorFlow RNGs before each {each} "
-                           f"(default: {default_seed}{default_note})")
-    seed.add_argument("--no-seed", dest="seed", action="store_const", const=None,
-                      help=f"leave the RNGs unseeded{unseeded_note}")
 
 
 def number_type(name, parse):
@@ -127,7 +113,7 @@ def _run_options(args):
                               flags=settings.flags_given(args, settings.REGRESS, _SETTINGS))
     return measure.RunOptions(
         replicas=chosen.num_replicas, timeout=args.timeout,
-        seed=args.seed, rtol=args.rtol, atol=args.atol,
+        seed=chosen.seed, rtol=args.rtol, atol=args.atol,
         backend=chosen.backend, fidelity=chosen.fidelity, numerics=chosen.numerics)
 
 

@@ -12,11 +12,9 @@ def register(subparsers):
         "run", help="run a legacy TPU script unchanged on a real or emulated TPU",
         description="Run a legacy TensorFlow TPU script unchanged, as "
                     "`python SCRIPT ARGS` would, with tpu_compat installed.")
-    # One flag per row of the settings table that run takes (settings.flag_rows).
+    # One flag per row of the settings table that run takes (settings.flag_rows),
+    # --tf1 included.
     settings.add_flags(parser, settings.RUN)
-    parser.add_argument("--tf1", action="store_true",
-                        help="`import tensorflow` yields tf.compat.v1 with v2 "
-                             "behaviour disabled (TF 1.x programs)")
     parser.add_argument("-m", dest="module", metavar="MODULE",
                         help="run a module, like python -m")
     parser.add_argument("target", nargs="?", metavar="SCRIPT",
@@ -32,10 +30,12 @@ def handle(args):
     runner.prepare_environment(settings.flags_given(args, settings.RUN))
     tf_support.require_tensorflow()
     script_args = _script_arguments(args)
+    # --tf1 was exported with the other flags; $TPU_COMPAT_TF1 is its row's variable.
+    tf1 = settings.read("tf1", entry=settings.RUN)
     try:
         if args.module is not None:
-            return runner.run_module(args.module, script_args, tf1=args.tf1)
-        return runner.run_script(args.target, script_args, tf1=args.tf1)
+            return runner.run_module(args.module, script_args, tf1=tf1)
+        return runner.run_script(args.target, script_args, tf1=tf1)
     except runner.RunError as error:
         raise UsageError(f"tpu-compat run: error: {error}") from None
     except runner.NotRunnable as error:

@@ -46,6 +46,11 @@ def register(subparsers):
     upgrade_parser.add_argument("--report-format", choices=("text", "json"),
                                 help="report format (default: json if FILE ends "
                                      "in .json, else text)")
+    upgrade_parser.add_argument(
+        "--estimator-to-tf2", action="store_true",
+        help="migrate TPUEstimator programs to TF 2: write tpu_estimator_tf2.py (a "
+             "TPUStrategy driver with TPUEstimator's interface) beside each and point "
+             "its TPUEstimator names there (docs/migration.md)")
     add_common_arguments(upgrade_parser)
     upgrade_parser.set_defaults(handler=run_upgrade)
 
@@ -195,7 +200,18 @@ def _unified_diff(upgrade, to_path):
     return "".join(lines)
 
 
+def _write_companions(upgrade, target):
+    """The files a rewrite needs beside ``target`` (the TF 2 driver), atomically."""
+    directory = os.path.dirname(os.path.abspath(target))
+    for name, data in sorted(upgrade.companions.items()):
+        sources.atomic_write(os.path.join(directory, name), data,
+                             mode_from=os.path.join(directory, name))
+
+
 def _write_one(args, upgrade, outputs):
+    if upgrade.changed and upgrade.companions:
+        _write_companions(upgrade, os.path.realpath(upgrade.path) if args.in_place
+                          else outputs[upgrade.path])
     if args.in_place:
         if not upgrade.changed:
             return
@@ -217,7 +233,12 @@ def _upgrade_one(upgrade_module, args, path, max_bytes):
     problem = sources.link_problem(path)
     if problem is not None:
         return upgrade_module.FileUpgrade(path, None, None, [], scan.FileError(path, problem))
-    result = upgrade_module.upgrade_file(path, max_bytes)
+    if args.estimator_to_tf2:
+        # pylint: disable-next=import-outside-toplevel
+        from tpu_compat.migrate.estimator import to_tf2
+        result = to_tf2.upgrade_file(path, max_bytes)
+    else:
+        result = upgrade_module.upgrade_file(path, max_bytes)
     if args.in_place and result.changed:
         problem = sources.in_place_problem(path, args.force)
         if problem is not None:
@@ -319,6 +340,8 @@ def run_upgrade(args):
         if args.diff:
             if upgrade.changed:
                 write_stdout(_unified_diff(upgrade, outputs[upgrade.path]))
+                for name in sorted(upgrade.companions):
+                    print(f"{upgrade.path}: would write {name} beside it", file=sys.stderr)
         else:
             try:
                 _write_one(args, upgrade, outputs)

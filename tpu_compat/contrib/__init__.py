@@ -16,6 +16,10 @@ named ``tensorflow.contrib`` and ``tensorflow.contrib.<module>`` holding:
 * ``layers.layer_norm`` (contrib's variable names, so checkpoints load) and
   ``layers.xavier_initializer``;
 * ``training.HParams``;
+* TF-Slim (``slim``; ``framework.arg_scope`` / ``add_arg_scope`` / ``variable``;
+  ``layers.conv2d``, ``batch_norm``, ...): tpu_compat's own implementation of
+  TF 1.15's layers and argument scopes, with the era's defaults and variable
+  names (:mod:`tpu_compat.contrib._slim`, :mod:`tpu_compat.contrib._arg_scope`);
 * the names the survey of TPU programs found with an exact TF 2.21 equivalent
   (docs/contrib_survey.md): ``data.AUTOTUNE`` / ``make_csv_dataset``,
   ``summary.*`` (TF 1.15's re-export of ``summary_ops_v2``), ``keras`` (the
@@ -53,12 +57,13 @@ from tpu_compat.contrib.module_types import (
     served_names, submodule)
 from tpu_compat.contrib.submodules import (
     ContribCloud, ContribClusterResolver, ContribData, ContribDistribute, ContribFramework,
-    ContribGenTPUOps, ContribLayers, ContribRNN, ContribSummary, ContribTPU, ContribTraining)
+    ContribGenTPUOps, ContribLayers, ContribRNN, ContribSlim, ContribSummary, ContribTPU,
+    ContribTraining)
 from tpu_compat.runtime import hooks
 
 __all__ = ["ContribCloud", "ContribClusterResolver", "ContribData", "ContribDistribute",
            "ContribFramework", "ContribGenTPUOps", "ContribLayers", "ContribNotProvidedError",
-           "ContribRNN", "ContribSummary", "ContribTPU", "ContribTraining", "DEEP_IMPORTS",
+           "ContribRNN", "ContribSlim", "ContribSummary", "ContribTPU", "ContribTraining", "DEEP_IMPORTS",
            "contrib_module", "deep_module", "deep_paths", "not_provided_message", "served_names",
            "submodule"]
 

@@ -40,6 +40,13 @@ DEEP_IMPORTS = {
         # CheckpointSaverHook's arguments and wrote the same checkpoints from a
         # thread; here they are written in the step, as CheckpointSaverHook does.
         "AsyncCheckpointSaverHook": "tpu_compat.estimator.hooks:CheckpointSaverHook"},
+    # `from tensorflow.contrib.framework.python.ops import arg_scope` (the TPU
+    # MobileNet, Inception v2/v3/v4 trainers): TF 1.15's ops/__init__.py did
+    # `from ...ops.arg_scope import *`, so the name is the function.
+    "tensorflow.contrib.framework.python.ops": {
+        name: ("framework", name) for name in (
+            "arg_scope", "add_arg_scope", "has_arg_scope", "arg_scoped_arguments",
+            "current_arg_scope", "variable", "model_variable")},
     "tensorflow.contrib.training.python.training.evaluation": {
         "checkpoints_iterator": ("training", "checkpoints_iterator")},
 }

@@ -11,8 +11,8 @@ A class registers itself by ``SHORT_NAME`` with the machinery
 from tpu_compat.contrib.module_types import ContribSubmodule, serves
 
 __all__ = ["ContribCloud", "ContribClusterResolver", "ContribData", "ContribDistribute",
-           "ContribFramework", "ContribGenTPUOps", "ContribLayers", "ContribRNN",
-           "ContribSummary", "ContribTPU", "ContribTraining"]
+           "ContribFramework", "ContribGenTPUOps", "ContribLayers", "ContribRNN", "ContribSlim",
+           "ContribSummary", "ContribTPU", "ContribTraining", "SLIM_LAYERS", "ARG_SCOPE_NAMES"]
 
 _TPU = "tpu_compat.lowlevel"
 
@@ -106,12 +106,41 @@ class ContribData(ContribSubmodule):
     batch_and_drop_remainder = serves("tpu_compat.contrib._helpers:batch_and_drop_remainder")
 
 
+# TF-Slim (issue 34; docs/contrib_survey.md, "TF-Slim and arg_scope"): tpu_compat's
+# own implementation of the era's layers (contrib/_slim.py) and arg_scope
+# (contrib/_arg_scope.py). TF 1.15's tf.contrib.slim and tf.contrib.layers served
+# the same functions (contrib/slim/__init__.py imported contrib.layers' names), so
+# an arg_scope set through one spelling applies to the other.
+_SLIM = "tpu_compat.contrib._slim"
+_ARG_SCOPE = "tpu_compat.contrib._arg_scope"
+# name -> the function of contrib/_slim.py serving it as tf.contrib.slim.<name>
+# and tf.contrib.layers.<name>.
+SLIM_LAYERS = ("avg_pool2d", "batch_norm", "conv2d", "convolution2d", "dropout", "flatten",
+               "fully_connected", "max_pool2d", "repeat", "separable_conv2d",
+               "separable_convolution2d", "softmax", "stack", "variance_scaling_initializer")
+ARG_SCOPE_NAMES = ("arg_scope", "add_arg_scope", "has_arg_scope", "arg_scoped_arguments",
+                   "current_arg_scope")
+
+
 class ContribLayers(ContribSubmodule):
     """``tf.contrib.layers``: contrib's variable names, so checkpoints load."""
     SHORT_NAME = "layers"
     layer_norm = serves("tpu_compat.contrib._layers:layer_norm")
     xavier_initializer = serves("tpu_compat.contrib._layers:xavier_initializer")
     l2_regularizer = serves("tpu_compat.contrib._helpers:l2_regularizer")
+    locals().update({name: serves(f"{_SLIM}:{name}") for name in SLIM_LAYERS})
+
+
+class ContribSlim(ContribSubmodule):
+    """``tf.contrib.slim``: the layers, arg_scope, initializers and variables TPU
+    programs used (tpu_compat's own implementation of TF 1.15's)."""
+    SHORT_NAME = "slim"
+    locals().update({name: serves(f"{_SLIM}:{name}") for name in SLIM_LAYERS})
+    locals().update({name: serves(f"{_ARG_SCOPE}:{name}") for name in ARG_SCOPE_NAMES})
+    xavier_initializer = serves("tpu_compat.contrib._layers:xavier_initializer")
+    l2_regularizer = serves("tpu_compat.contrib._helpers:l2_regularizer")
+    variable = serves(f"{_SLIM}:variable")
+    model_variable = serves(f"{_SLIM}:model_variable")
 
 
 class ContribTraining(ContribSubmodule):
@@ -155,6 +184,11 @@ class ContribFramework(ContribSubmodule):
     nest = serves("tensorflow:nest")
     list_variables = serves("tensorflow.python.training.checkpoint_utils:list_variables")
     load_checkpoint = serves("tensorflow.python.training.checkpoint_utils:load_checkpoint")
+    # TF 1.15's framework re-exported arg_scope and the variables helpers
+    # (contrib/framework/python/ops/arg_scope.py, variables.py).
+    locals().update({name: serves(f"{_ARG_SCOPE}:{name}") for name in ARG_SCOPE_NAMES})
+    variable = serves(f"{_SLIM}:variable")
+    model_variable = serves(f"{_SLIM}:model_variable")
 
 
 # TF 1.15's tensorflow/contrib/rnn/__init__.py re-exported the core cells of

@@ -19,6 +19,7 @@ writes), ``_checkpoints.py`` and ``_inputs.py``.
 """
 
 import copy
+import functools
 import logging
 import os
 import tempfile
@@ -28,7 +29,8 @@ import tensorflow as tf
 from tpu_compat._tf_internals import tf_evaluation
 from tpu_compat._tf_internals import training_util
 
-from tpu_compat.estimator import _arguments, _checkpoints, _inputs, _results, _saved_model
+from tpu_compat.estimator import (
+    _arguments, _checkpoints, _inputs, _results, _saved_model, distributed)
 from tpu_compat.estimator._spec import EstimatorSpec, ModeKeys
 # estimator_graph and program_control_flow_v2 stay importable from here.
 from tpu_compat.estimator.graphs import estimator_graph, program_control_flow_v2  # noqa: F401
@@ -149,12 +151,12 @@ class Estimator:
     def _convert_train_steps_to_hooks(self, steps, max_steps):
         if steps is None and max_steps is None:
             return []
-        return [tf.compat.v1.train.StopAtStepHook(num_steps=steps, last_step=max_steps)]
+        return [distributed.train_stop_hook(self._config.train_distribute, steps, max_steps)]
 
     def _convert_eval_steps_to_hooks(self, steps):
         if steps is None:
             return []
-        return [tf_evaluation._StopAfterNEvalsHook(num_evals=steps)]  # pylint: disable=protected-access
+        return [distributed.eval_stop_hook(self._config.eval_distribute, steps)]
 
     def _train_logging_hooks(self, spec, global_step):
         steps = self._config.log_step_count_steps
@@ -164,8 +166,7 @@ class Estimator:
             {"loss": spec.loss, "step": global_step}, every_n_iter=steps)]
 
     def _session_master(self, mode):
-        del mode
-        return self._config.master
+        return distributed.session_master(self._config, mode)
 
     # -- train ----------------------------------------------------------------------
     def train(self, input_fn, hooks=None, steps=None, max_steps=None,
@@ -186,9 +187,13 @@ class Estimator:
         return self
 
     def _train_model(self, input_fn, hooks, saving_listeners):
-        with estimator_graph() as graph:
-            if self._config.tf_random_seed is not None:
-                tf.compat.v1.set_random_seed(self._config.tf_random_seed)
+        if self._config.train_distribute is not None:
+            with estimator_graph() as graph:  # TF 1.15's _actual_train_model_distributed
+                spec, global_step, input_hooks = distributed.build_train(
+                    self, self._config.train_distribute, input_fn, graph)
+                return self._train_with_spec(spec, global_step, input_hooks + hooks,
+                                             saving_listeners)
+        with estimator_graph(self._config.tf_random_seed) as graph:
             global_step = self._create_global_step(graph, ModeKeys.TRAIN)
             training_util._get_or_create_global_step_read(graph)  # pylint: disable=protected-access
             features, labels, input_hooks = self._features_and_labels(
@@ -248,7 +253,8 @@ class Estimator:
                 hooks=worker_hooks, chief_only_hooks=chief_hooks,
                 save_checkpoint_secs=0,  # the CheckpointSaverHook above saves
                 save_summaries_steps=self._config.save_summary_steps,
-                config=self._session_config,
+                config=distributed.session_config(self._config, ModeKeys.TRAIN,
+                                                  self._session_config),
                 log_step_count_steps=self._config.log_step_count_steps,
                 max_wait_secs=self._config.session_creation_timeout_secs,
                 save_graph_def=self._config.checkpoint_save_graph_def) as session:
@@ -271,22 +277,14 @@ class Estimator:
         if not checkpoint_path:
             _log.info("Could not find trained model in model_dir: %s, running "
                       "initialization to evaluate.", self._model_dir)
-        with estimator_graph() as graph:
-            if self._config.tf_random_seed is not None:
-                tf.compat.v1.set_random_seed(self._config.tf_random_seed)
-            global_step = self._create_global_step(graph, ModeKeys.EVAL)
-            features, labels, input_hooks = self._features_and_labels(
-                input_fn, ModeKeys.EVAL)
-            spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
-            metric_ops = dict(spec.eval_metric_ops)
-            if LOSS_METRIC_KEY in metric_ops:
-                raise ValueError("model_fn: a metric named 'loss' is not allowed; the "
-                                 "Estimator reports the mean loss under that name")
-            metric_ops[LOSS_METRIC_KEY] = tf.compat.v1.metrics.mean(spec.loss)
-            update_ops = tf.group(*[update for _, update in metric_ops.values()])
-            final_ops = {key: value for key, (value, _) in metric_ops.items()}
+        with estimator_graph(self._config.tf_random_seed) as graph:
+            build = (self._build_eval_graph if self._config.eval_distribute is None
+                     else functools.partial(distributed.build_eval, self,
+                                            self._config.eval_distribute))
+            (scaffold, update_ops, final_ops, input_hooks, evaluation_hooks,
+             global_step) = build(input_fn, graph)
             final_ops[tf.compat.v1.GraphKeys.GLOBAL_STEP] = global_step
-            if spec.scaffold.saver is None and checkpoint_path:
+            if scaffold.saver is None and checkpoint_path:
                 _checkpoints.check_compatible(
                     self._model_dir, tf.compat.v1.global_variables(),
                     argument="checkpoint_path" if checkpoint_path !=
@@ -294,14 +292,27 @@ class Estimator:
             results = tf_evaluation._evaluate_once(  # pylint: disable=protected-access
                 checkpoint_path=checkpoint_path,
                 master=self._session_master(ModeKeys.EVAL),
-                scaffold=spec.scaffold, eval_ops=update_ops, final_ops=final_ops,
-                hooks=input_hooks + hooks + list(spec.evaluation_hooks),
-                config=self._session_config)
+                scaffold=scaffold, eval_ops=update_ops, final_ops=final_ops,
+                hooks=input_hooks + hooks + evaluation_hooks,
+                config=distributed.session_config(self._config, ModeKeys.EVAL,
+                                                  self._session_config))
         output_dir = os.path.join(self._model_dir,
                                   "eval" if not name else f"eval_{name}")
         _results.write_summaries(output_dir, results, results[tf.compat.v1.GraphKeys.GLOBAL_STEP],
                          checkpoint_path)
         return results
+
+    def _build_eval_graph(self, input_fn, graph):
+        """The evaluation graph without a strategy (returns what build_eval does)."""
+        global_step = self._create_global_step(graph, ModeKeys.EVAL)
+        features, labels, input_hooks = self._features_and_labels(input_fn, ModeKeys.EVAL)
+        spec = self._call_model_fn(features, labels, ModeKeys.EVAL, self.config)
+        metric_ops = distributed.with_loss_metric(
+            spec.eval_metric_ops, lambda: tf.compat.v1.metrics.mean(spec.loss))
+        update_ops = tf.group(*[update for _, update in metric_ops.values()])
+        final_ops = {key: value for key, (value, _) in metric_ops.items()}
+        return (spec.scaffold, update_ops, final_ops, input_hooks,
+                list(spec.evaluation_hooks), global_step)
 
     # -- predict --------------------------------------------------------------------
     def predict(self, input_fn, predict_keys=None, hooks=None, checkpoint_path=None,
@@ -312,9 +323,7 @@ class Estimator:
         if not checkpoint_path:
             _log.info("Could not find trained model in model_dir: %s, running "
                       "initialization to predict.", self._model_dir)
-        with estimator_graph() as graph:
-            if self._config.tf_random_seed is not None:
-                tf.compat.v1.set_random_seed(self._config.tf_random_seed)
+        with estimator_graph(self._config.tf_random_seed) as graph:
             self._create_global_step(graph, ModeKeys.PREDICT)
             features, _, input_hooks = self._features_and_labels(
                 input_fn, ModeKeys.PREDICT)

@@ -17,8 +17,9 @@ from tpu_compat._tf_internals import control_flow_util
 __all__ = ["estimator_graph", "program_control_flow_v2"]
 
 @contextlib.contextmanager
-def estimator_graph():
-    """A new graph built as TF 1.15's Estimator built it: v1 control flow.
+def estimator_graph(seed=None):
+    """A new graph built as TF 1.15's Estimator built it: v1 control flow, and
+    the graph-level random seed ``seed`` (RunConfig's tf_random_seed) if set.
 
     TF 2.21 builds ``tf.while_loop`` as a functional While (control flow v2)
     in graphs made from a TF 2 program, and v1 loops under
@@ -32,6 +33,8 @@ def estimator_graph():
     try:
         with tf.Graph().as_default() as graph:
             _PROGRAM_CONTROL_FLOW_V2[graph] = saved
+            if seed is not None:
+                tf.compat.v1.set_random_seed(seed)
             yield graph
     finally:
         control_flow_util.ENABLE_CONTROL_FLOW_V2 = saved

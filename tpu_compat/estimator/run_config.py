@@ -1,7 +1,8 @@
 """``tf.estimator.RunConfig``: where and how often an Estimator saves, logs and seeds.
 
 Only what a single-process program uses is meaningful here: ``model_dir``,
-seeds, checkpoint and summary cadence, ``session_config``, logging. A
+seeds, checkpoint and summary cadence, ``session_config``, logging, and the
+distribution strategies of ``train_distribute``/``eval_distribute``. A
 ``TF_CONFIG`` naming a multi-worker cluster is refused with one clear error
 (distributed Estimator training is out of scope, see docs/estimator.md),
 unless it names this process the chief of an emulated TPU pod.
@@ -69,8 +70,40 @@ def check_no_cluster(environ=None):
     return cluster.config
 
 
+def _distribution(train_distribute, eval_distribute, experimental_distribute):
+    """The training and evaluation strategies, as TF 1.15's RunConfig took them.
+
+    ``experimental_distribute`` (``tf.contrib.distribute.DistributeConfig``)
+    may name them instead of the arguments, not as well (tensorflow r1.15,
+    tensorflow/python/distribute/estimator_training.py, ``init_run_config``);
+    its ``remote_cluster`` (a multi-worker cluster) is out of scope.
+    """
+    from tpu_compat.estimator import distributed  # pylint: disable=import-outside-toplevel
+    given = {"train_distribute": train_distribute, "eval_distribute": eval_distribute}
+    if experimental_distribute is not None:
+        for name in given:
+            value = getattr(experimental_distribute, name, None)
+            if value is None:
+                continue
+            if given[name] is not None:
+                raise ValueError(f"RunConfig: either {name} or "
+                                 f"experimental_distribute.{name} can be set, not both")
+            given[name] = value
+        if getattr(experimental_distribute, "remote_cluster", None):
+            raise ValueError(
+                "RunConfig: experimental_distribute.remote_cluster (distributed "
+                "Estimator training across a cluster) is not supported by "
+                "tpu_compat; leave it None to train in this process")
+    return tuple(distributed.check_strategy(name, value) for name, value in given.items())
+
+
 class RunConfig:
-    """``tf.estimator.RunConfig`` (TF 1.15 signature)."""
+    """``tf.estimator.RunConfig`` (TF 1.15 signature).
+
+    ``train_distribute``/``eval_distribute`` make ``Estimator.train``/
+    ``evaluate`` replicate the model_fn over the strategy's replicas, as TF
+    1.14/1.15 did (estimator/distributed.py).
+    """
 
     def __init__(self, model_dir=None, tf_random_seed=None, save_summary_steps=100,
                  save_checkpoints_steps=_USE_DEFAULT, save_checkpoints_secs=_USE_DEFAULT,
@@ -89,12 +122,8 @@ class RunConfig:
         elif save_checkpoints_steps is not None and save_checkpoints_secs is not None:
             raise ValueError("RunConfig: save_checkpoints_steps and "
                              "save_checkpoints_secs cannot both be set; choose one.")
-        for name in ("train_distribute", "eval_distribute", "experimental_distribute"):
-            if locals()[name] is not None:
-                raise ValueError(
-                    f"RunConfig: {name} is not supported by tpu_compat's Estimator; "
-                    f"use tf.estimator.tpu.TPUEstimator (which replicates over the "
-                    f"TPU or the emulated TPU) or migrate to tf.distribute")
+        train_distribute, eval_distribute = _distribution(
+            train_distribute, eval_distribute, experimental_distribute)
         check_no_cluster()
         self._model_dir = os.fspath(model_dir) if model_dir is not None else None
         self._tf_random_seed = tf_random_seed
@@ -110,9 +139,9 @@ class RunConfig:
             "keep_checkpoint_every_n_hours", keep_checkpoint_every_n_hours)
         self._log_step_count_steps = _non_negative("log_step_count_steps",
                                                    log_step_count_steps)
-        self._train_distribute = None
-        self._eval_distribute = None
-        self._experimental_distribute = None
+        self._train_distribute = train_distribute
+        self._eval_distribute = eval_distribute
+        self._experimental_distribute = experimental_distribute
         self._device_fn = device_fn
         self._protocol = protocol
         self._experimental_max_worker_delay_secs = experimental_max_worker_delay_secs
@@ -164,6 +193,10 @@ class RunConfig:
                 and kwargs["save_checkpoints_secs"] is not None):
             raise ValueError("RunConfig: save_checkpoints_steps and "
                              "save_checkpoints_secs cannot both be set; choose one.")
+        for name in ("train_distribute", "eval_distribute"):
+            if name in kwargs:
+                from tpu_compat.estimator import distributed  # pylint: disable=import-outside-toplevel
+                distributed.check_strategy(name, kwargs[name])
         new = copy.copy(self)
         for name, value in kwargs.items():
             if name == "model_dir" and value is not None:

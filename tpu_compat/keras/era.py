@@ -340,13 +340,6 @@ def _mixed_precision_experimental_module():
 # tf_keras's public API modules that TF 2.0-2.3 programs reach as tf.keras.*
 _API_ROOTS = ("tf_keras", "tf_keras.api._v2.keras", "tf_keras.api._v1.keras")
 
-# ``tensorflow.keras`` as import statements name it (``from
-# tensorflow.keras.mixed_precision import experimental``, the Kaggle TPU
-# notebooks' spelling) -> the tf_keras API root it stands for; see
-# keras/submodule_imports.py.
-_IMPORT_STATEMENT_ROOTS = {"tensorflow.keras": "tf_keras.api._v2.keras"}
-
-
 def _add_era_names(state, mixed_precision, experimental):
     state.add(mixed_precision, "experimental", MIXED_PRECISION_EXPERIMENTAL)
     state.add(experimental, "export_saved_model", export_saved_model)
@@ -355,8 +348,9 @@ def _add_era_names(state, mixed_precision, experimental):
         state.add(experimental, name, globals()[name])
 
 
-def patch_tf_keras(state):
-    """Adds the TF 2.0-2.3 names to tf_keras's API modules through ``state``."""
+def patch_tf_keras(state, router):
+    """Adds the TF 2.0-2.3 names to tf_keras's API modules through ``state``, and has
+    ``router`` serve ``tensorflow.keras.X`` import statements the patched modules."""
     for root in _API_ROOTS:
         try:
             mixed_precision = importlib.import_module(root + ".mixed_precision")
@@ -364,12 +358,11 @@ def patch_tf_keras(state):
         except ImportError:
             continue
         _add_era_names(state, mixed_precision, experimental)
-    for public, root in _IMPORT_STATEMENT_ROOTS.items():
-        copies = submodule_imports.serve(
-            state, public, root, ("mixed_precision", "experimental"),
-            {"mixed_precision.experimental": MIXED_PRECISION_EXPERIMENTAL})
-        if copies:
-            _add_era_names(state, *copies)
+    # the router's ALIASES rows made by "era names": mixed_precision, experimental,
+    # mixed_precision.experimental (MIXED_PRECISION_EXPERIMENTAL below)
+    copies = submodule_imports.serve(router, "era names")
+    if copies:
+        _add_era_names(state, *copies)
 
 
 hooks.instrument_module(__name__)  # the table's hooks on this module (legacy_api)

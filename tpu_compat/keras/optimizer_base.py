@@ -26,7 +26,6 @@ __all__ = ["patch_tf_keras"]
 
 # tf_keras's public API modules that TF 2.x programs reach as tf.keras.
 _API_ROOTS = ("tf_keras", "tf_keras.api._v2.keras")
-_IMPORT_STATEMENT_ROOTS = {"tensorflow.keras": "tf_keras.api._v2.keras"}
 
 
 def _classes():
@@ -41,8 +40,9 @@ def _route(state, optimizers, modern, era):
         state.replace(optimizers, "Optimizer", era)
 
 
-def patch_tf_keras(state):
-    """Puts OptimizerV2 under ``optimizers.Optimizer`` through ``state``."""
+def patch_tf_keras(state, router):
+    """Puts OptimizerV2 under ``optimizers.Optimizer`` through ``state``; ``router``
+    serves ``tensorflow.keras.optimizers`` (its ALIASES row made by "optimizer base")."""
     modern, era = _classes()
     for root in _API_ROOTS:
         try:
@@ -50,7 +50,5 @@ def patch_tf_keras(state):
         except ImportError:
             continue
         _route(state, optimizers, modern, era)
-    for public, root in _IMPORT_STATEMENT_ROOTS.items():
-        copies = keras_submodule_imports.serve(state, public, root, ("optimizers",), {})
-        for copy in copies or ():
-            _route(state, copy, modern, era)
+    for copy in keras_submodule_imports.serve(router, "optimizer base") or ():
+        _route(state, copy, modern, era)

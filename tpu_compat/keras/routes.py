@@ -30,7 +30,9 @@ Patches are applied to whichever Keras packages are imported when
 ``install()`` runs, and by the import router to the ones imported later; every
 patch is recorded in the installation's changes, so ``uninstall()`` restores Keras.
 
-This module applies the patches; what they do lives by job beside it:
+This module holds the patches as rows (:data:`TF_KERAS_PATCHES`,
+:data:`KERAS3_PATCHES`: the registry's kind, each naming what it replaces, in
+an order check_order proves) and walks them; what they do lives by job beside it:
 :mod:`~tpu_compat.keras.compile` (``compile``: steps per host call,
 Keras 3's limits), :mod:`~tpu_compat.keras.graph_mode` (TF 1.15's
 graph-mode loops on the emulated TPU), :mod:`~tpu_compat.keras.era`
@@ -41,6 +43,7 @@ import functools
 import importlib.util
 import sys
 
+from tpu_compat.patching.rows import Patch, check_order
 from tpu_compat.runtime import hooks
 from tpu_compat.keras.compile import (  # Keras3LimitationError: importable from here
     LEGACY_KERAS_ADVICE, Keras3LimitationError, keras3_compile, tf_keras_compile)
@@ -48,49 +51,184 @@ from tpu_compat.keras.graph_mode import (
     emulated_train_step_fn, emulated_validation_loop, metric_variables_are_local,
     multi_step_fit_loop, pod_session)
 
-__all__ = ["Keras3LimitationError", "route_keras", "LEGACY_KERAS_ADVICE"]
+__all__ = ["KERAS3_PATCHES", "Keras3LimitationError", "LEGACY_KERAS_ADVICE", "TF_KERAS_PATCHES",
+           "route_keras"]
 
 
-# -- applying the patches -----------------------------------------------------
+# -- the rows: one change each, in the order they are made ---------------------
+#
+# Rows of the registry's kind (tpu_compat/patching/rows.py): each names what it
+# replaces, one that must wrap another says so in ``after``, check_order refuses
+# two rows on one target without it. Each ``apply`` gets the installation
+# (its ``changes``: undone last first by uninstall(); its import ``router``).
+# pylint: disable=import-outside-toplevel,protected-access
 
-def _patch_tf_keras(state, package):
-    del package  # tf_keras/__init__ has imported the engine modules below
-    # pylint: disable=import-outside-toplevel
+def _multi_host(installation):
+    from tf_keras.src.engine import training
+    from tpu_compat.keras import pod
+    installation.changes.replace(training, "_is_tpu_multi_host",
+                                 pod.emulated_pods_are_tpu_pods(training._is_tpu_multi_host))
+
+
+def _compile(installation):
+    from tf_keras.src.engine import training
+    installation.changes.add(training.Model, "compile", tf_keras_compile(training.Model.compile))
+
+
+def _metric_variables(installation):
+    from tf_keras.src.metrics import base_metric
+    installation.changes.add(base_metric.Metric, "add_weight",
+                             metric_variables_are_local(base_metric.Metric.add_weight))
+
+
+def _era_names(installation):
+    from tpu_compat.keras import era
+    era.patch_tf_keras(installation.changes, installation.router)
+
+
+def _batch_norm_moments(installation):
+    from tpu_compat.keras import batch_norm_moments
+    batch_norm_moments.patch_tf_keras(installation.changes)
+
+
+def _placeholder_units(installation):
+    from tpu_compat.keras import placeholder_units
+    placeholder_units.patch_tf_keras(installation.changes)
+
+
+def _optimizer_base(installation):
+    from tpu_compat.keras import optimizer_base
+    optimizer_base.patch_tf_keras(installation.changes, installation.router)
+
+
+def _tf_keras_hooks(installation):
+    hooks.instrument_library(installation.changes, "tf_keras")
+
+
+def _fit_loop(installation):
+    from tf_keras.src.engine import training_arrays_v1, training_distributed_v1
+    from tf_keras.src.engine import training_utils_v1
+    installation.changes.replace(training_arrays_v1, "fit_loop", multi_step_fit_loop(
+        training_arrays_v1.fit_loop, training_distributed_v1, training_utils_v1))
+
+
+def _train_step(installation):
     from tf_keras.src import backend
     from tf_keras.src.distribute import distributed_training_utils_v1
-    from tf_keras.src.engine import training
-    from tf_keras.src.engine import training_arrays_v1
     from tf_keras.src.engine import training_distributed_v1
-    from tf_keras.src.engine import training_utils_v1
-    from tf_keras.src.metrics import base_metric
+    installation.changes.replace(
+        training_distributed_v1, "_make_train_step_fn", emulated_train_step_fn(
+            training_distributed_v1._make_train_step_fn, training_distributed_v1,
+            distributed_training_utils_v1, backend))
 
-    from tpu_compat.keras import batch_norm_moments, optimizer_base, placeholder_units
-    from tpu_compat.keras import era, pod
-    state.replace(training, "_is_tpu_multi_host",
-                  pod.emulated_pods_are_tpu_pods(training._is_tpu_multi_host))  # pylint: disable=protected-access
-    state.add(training.Model, "compile",
-              tf_keras_compile(training.Model.compile))
-    state.add(base_metric.Metric, "add_weight",
-              metric_variables_are_local(base_metric.Metric.add_weight))
-    era.patch_tf_keras(state)
-    batch_norm_moments.patch_tf_keras(state)  # TPU batch-norm subclasses' _moments
-    placeholder_units.patch_tf_keras(state)  # Dense(-1), sized in the parent's build
-    optimizer_base.patch_tf_keras(state)  # subclasses of tf.keras.optimizers.Optimizer
-    hooks.instrument_library(state, "tf_keras")  # outermost: sees the user's call
-    state.replace(training_arrays_v1, "fit_loop", multi_step_fit_loop(
-        training_arrays_v1.fit_loop, training_distributed_v1,
-        training_utils_v1))
-    state.replace(training_distributed_v1, "_make_train_step_fn",
-                  emulated_train_step_fn(
-                      training_distributed_v1._make_train_step_fn,  # pylint: disable=protected-access
-                      training_distributed_v1, distributed_training_utils_v1,
-                      backend))
-    state.replace(backend, "configure_and_create_distributed_session", pod_session(
-        backend.configure_and_create_distributed_session, backend))
-    state.replace(training_distributed_v1, "experimental_tpu_test_loop",
-                  emulated_validation_loop(
-                      training_distributed_v1.experimental_tpu_test_loop,
-                      training_arrays_v1))
+
+def _pod_session(installation):
+    from tf_keras.src import backend
+    installation.changes.replace(backend, "configure_and_create_distributed_session",
+                                 pod_session(backend.configure_and_create_distributed_session,
+                                             backend))
+
+
+def _validation_loop(installation):
+    from tf_keras.src.engine import training_arrays_v1, training_distributed_v1
+    installation.changes.replace(
+        training_distributed_v1, "experimental_tpu_test_loop", emulated_validation_loop(
+            training_distributed_v1.experimental_tpu_test_loop, training_arrays_v1))
+
+
+def _keras3_compile(installation):
+    from keras.src.trainers import trainer
+    installation.changes.add(trainer.Trainer, "compile", keras3_compile(trainer.Trainer.compile))
+
+
+def _keras3_hooks(installation):
+    hooks.instrument_library(installation.changes, "keras")
+# pylint: enable=import-outside-toplevel,protected-access
+
+
+_ENGINE = "tf_keras.src.engine"
+_COMPILE = f"{_ENGINE}.training:Model.compile"
+_OUTERMOST = "outermost: the hooks see the user's call, not tpu_compat's"
+# tf_keras's API modules (tf.keras.experimental, tf_keras.mixed_precision, ...) are one
+# name each (rows.module_name); tf.keras.* import statements get them (router ALIASES).
+_ERA_NAMES = ("CosineDecay", "CosineDecayRestarts", "LinearCosineDecay",
+              "NoisyLinearCosineDecay", "PeepholeLSTMCell", "export_saved_model",
+              "load_from_saved_model", "terminate_keras_multiprocessing_pools")
+
+# tf_keras (Keras 2), patched when install() runs or when it is first imported.
+TF_KERAS_PATCHES = (
+    Patch("multi-host check", _multi_host,
+          "an emulated pod counts as a TPU pod for tf_keras's multi-host checks (keras/pod)",
+          targets=(f"{_ENGINE}.training:_is_tpu_multi_host",)),
+    Patch("compile", _compile,
+          "Model.compile: steps_per_run as steps_per_execution, TPC016 (keras/compile)",
+          targets=(_COMPILE,)),
+    Patch("metric variables", _metric_variables,
+          "Metric.add_weight: metric variables local to each replica (keras/graph_mode)",
+          targets=("tf_keras.src.metrics.base_metric:Metric.add_weight",)),
+    Patch("era names", _era_names,
+          "TF 2.0-2.3's tf.keras.experimental and mixed_precision.experimental names "
+          "(keras/era)",
+          targets=tuple(f"tf_keras.experimental:{name}" for name in _ERA_NAMES)
+          + ("tf_keras.mixed_precision:experimental",
+             # and the copies a tf.keras.X import made before install() (era.py)
+             "tf.keras.experimental", "tf.keras.mixed_precision:experimental",
+             "sys.modules:tensorflow.keras.mixed_precision",
+             "sys.modules:tensorflow.keras.experimental")),
+    Patch("batch-norm moments", _batch_norm_moments,
+          "the TPU batch-norm subclasses' _moments, as TF 1.15 computed them "
+          "(keras/batch_norm_moments)",
+          targets=("tf_keras.src.layers.normalization.batch_normalization:"
+                   "BatchNormalizationBase.__init__",)),
+    Patch("placeholder units", _placeholder_units,
+          "Dense(-1): sized in the parent's build (keras/placeholder_units)",
+          targets=("tf_keras.src.layers.core.dense:Dense.__init__",)),
+    Patch("optimizer base", _optimizer_base,
+          "tf.keras.optimizers.Optimizer is OptimizerV2, the class TF 2.x programs "
+          "subclass (keras/optimizer_base)",
+          targets=("tf_keras.optimizers:Optimizer", "tf.keras.optimizers:Optimizer",
+                   "sys.modules:tensorflow.keras.optimizers")),
+    Patch("tf_keras hooks", _tf_keras_hooks,
+          "the legacy table's hooks on tf_keras (runtime/hooks)",
+          targets=(_COMPILE,), after={"compile": _OUTERMOST}),
+    Patch("fit loop", _fit_loop,
+          "fit with steps_per_run > 1 on the emulated TPU: TF 1.15's loop (keras/graph_mode)",
+          targets=(f"{_ENGINE}.training_arrays_v1:fit_loop",)),
+    Patch("train step", _train_step,
+          "that loop's step function reduces each output across the replicas "
+          "(keras/graph_mode)",
+          targets=(f"{_ENGINE}.training_distributed_v1:_make_train_step_fn",)),
+    Patch("pod session", _pod_session,
+          "Keras's distributed session on the emulated pod's master (keras/graph_mode)",
+          targets=("tf_keras.src.backend:configure_and_create_distributed_session",)),
+    Patch("validation loop", _validation_loop,
+          "validation inside that fit loop (keras/graph_mode)",
+          targets=(f"{_ENGINE}.training_distributed_v1:experimental_tpu_test_loop",)),
+)
+
+# Keras 3 (the ``keras`` package when it is Keras 3), likewise.
+KERAS3_PATCHES = (
+    Patch("keras 3 compile", _keras3_compile,
+          "Trainer.compile: TPC016, and Keras 3's limits refused at compile (keras/compile)",
+          targets=("keras.src.trainers.trainer:Trainer.compile",)),
+    Patch("keras 3 hooks", _keras3_hooks,
+          "the legacy table's hooks on Keras 3 (runtime/hooks)",
+          targets=("keras.src.trainers.trainer:Trainer.compile",),
+          after={"keras 3 compile": _OUTERMOST}),
+)
+
+check_order(TF_KERAS_PATCHES)
+check_order(KERAS3_PATCHES)
+
+
+def _apply(table, installation):
+    for row in table:
+        row.apply(installation)
+
+
+def _patch_tf_keras(installation, package):
+    del package  # tf_keras/__init__ has imported the engine modules the rows patch
+    _apply(TF_KERAS_PATCHES, installation)
 
 
 def _is_keras3(package):
@@ -106,26 +244,24 @@ def _is_keras3(package):
     return importlib.util.find_spec(f"{package.__name__}.src.trainers") is not None
 
 
-def _patch_keras3(state, package):
-    if not _is_keras3(package):
-        return
-    from keras.src.trainers import trainer  # pylint: disable=import-outside-toplevel
-    state.add(trainer.Trainer, "compile", keras3_compile(trainer.Trainer.compile))
-    hooks.instrument_library(state, "keras")  # outermost: sees the user's call
+def _patch_keras3(installation, package):
+    if _is_keras3(package):
+        _apply(KERAS3_PATCHES, installation)
 
 
-_PATCHES = {"tf_keras": _patch_tf_keras, "keras": _patch_keras3}
+_PACKAGES = {"tf_keras": _patch_tf_keras, "keras": _patch_keras3}
 
 
-def route_keras(state, router):
-    """Patches tf_keras and Keras 3 now, or when first imported, through ``state``.
+def route_keras(installation):
+    """Walks the rows of tf_keras and Keras 3 now, or when each is first imported.
 
-    ``state`` is the installation's ``Changes``; a package not imported yet is
-    patched on load by ``router``, the installation's import router
+    ``installation`` is the registry's: its ``changes`` record every change
+    (uninstall() undoes them, last first); a package not imported yet is
+    patched on load by its ``router``, the installation's import router
     (:mod:`tpu_compat.patching.import_router`).
     """
-    for name, patch in _PATCHES.items():
+    for name, patch in _PACKAGES.items():
         if name in sys.modules:
-            patch(state, sys.modules[name])
+            patch(installation, sys.modules[name])
         else:
-            router.patch_on_load(name, functools.partial(patch, state))
+            installation.router.patch_on_load(name, functools.partial(patch, installation))

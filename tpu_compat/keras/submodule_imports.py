@@ -8,12 +8,15 @@ tf_keras's API module a second time under that name. The copy lacks what
 tpu_compat added to the module ``tf.keras.mixed_precision`` is (keras/era.py),
 and the import makes the copy ``tf.keras.mixed_precision`` from then on. TF
 2.1-2.3 had one module under both names, and so does an installed tpu_compat:
-:func:`serve` puts the patched modules in ``sys.modules`` under the names the
-import statements use, and ``uninstall()`` takes them out again.
+:func:`serve` has the import router put the patched modules in ``sys.modules``
+under the names the import statements use (its ALIASES table holds every such
+name), and ``uninstall()`` takes them out again.
 """
 
 import os
 import sys
+
+from tpu_compat.patching import import_router
 
 __all__ = ["serve"]
 
@@ -36,40 +39,28 @@ def _same_file(one, other):
         return False
 
 
-def _put_in_sys_modules(state, name, module):
-    def undo():
-        if sys.modules.get(name) is module:
-            del sys.modules[name]
-    if state.on_undo(undo):
-        sys.modules[name] = module
+def serve(router, made_by):
+    """Has ``router`` (the installation's import router) serve the ``tensorflow.keras.X``
+    rows of its ALIASES that the patch row ``made_by`` asks for.
 
-
-def serve(state, public, root, children, extra):
-    """Serves ``root.CHILD`` as ``public.CHILD`` for each of ``children``, and
-    each ``extra`` module as ``public.SUFFIX``, through ``state``.
-
-    Only when ``public`` is ``root`` for TensorFlow, i.e. importing
-    ``public.CHILD`` would execute ``root.CHILD``'s file (tf_keras, not Keras 3,
-    behind ``tf.keras``); otherwise nothing changes and None is returned. A name
-    already imported keeps its module. Returns the modules now under
-    ``public.CHILD`` that are copies (imported before install()), one per child,
-    or None when there are none, so the caller can give them its names too.
+    Only when importing ``tensorflow.keras.X`` would execute the file of the module
+    a row serves (tf_keras, not Keras 3, behind ``tf.keras``); otherwise nothing
+    changes and None is returned. A name already imported keeps its module.
+    Returns the modules now under the rows' names that are copies (imported
+    before install()), one per row serving a tf_keras module, in table order, or
+    None when there are none, so the caller can give them its names too.
     """
-    package = sys.modules.get(public.split(".")[0])
-    served = {}
-    for child in children:
-        module = sys.modules.get(f"{root}.{child}")
-        name = f"{public}.{child}"
-        if module is None or not _same_file(_file_an_import_loads(package, name),
+    rows = import_router.aliases(made_by)
+    package = sys.modules.get("tensorflow")
+    modules = [row for row in rows if ":" not in row.serves]  # the rest: built objects
+    for row in modules:
+        module = sys.modules.get(row.serves)
+        if module is None or not _same_file(_file_an_import_loads(package, row.name),
                                             getattr(module, "__file__", None)):
             return None  # another Keras stands behind tf.keras: leave its imports alone
-        served[name] = module
-    for suffix, module in extra.items():
-        served[f"{public}.{suffix}"] = module
-    for name, module in served.items():
-        if name not in sys.modules:
-            _put_in_sys_modules(state, name, module)
-    loaded = [sys.modules.get(f"{public}.{child}") for child in children]
-    if None in loaded or loaded == [served[f"{public}.{child}"] for child in children]:
+    for row in rows:
+        router.alias(row)
+    loaded = [sys.modules.get(row.name) for row in modules]
+    if None in loaded or loaded == [sys.modules.get(row.serves) for row in modules]:
         return None
     return loaded

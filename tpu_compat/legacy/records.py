@@ -9,11 +9,12 @@ seen at run time says why with :func:`not_observable`.
 """
 
 from tpu_compat.legacy.schema import (KIND_ARGUMENT, KIND_ATTRIBUTE, KIND_METHOD, KIND_SYMBOL,
-                                      LegacyAPI, add_keyword, calls, imports, omits, passes,
+                                      LegacyAPI, add_keyword, calls, imports, not_observable, omits, passes,
                                       reads, rename_keyword, rename_method,
                                       replace_call, replace_module, replace_symbol)
 # Issue 35's TPUStrategy-era rewrite kinds.
-from tpu_compat.legacy.schema import call_to_method, drop_import, graph_loop, tf2_strategy
+from tpu_compat.legacy.schema import (call_to_method, drop_import, graph_loop, tf2_strategy,
+                                      version_compare)
 
 __all__ = ["RECORDS", "get", "by_name"]
 
@@ -700,15 +701,17 @@ RECORDS = (
                 note="TensorFlow has no successor; tpu_compat provides the class.",
                 symbols=("tf.contrib.training.HParams",)),
         LegacyAPI(
-                rule="TPC069", api="tf.contrib.layers.xavier_initializer",
+                rule="TPC069", api="tf.contrib.layers.xavier_initializer / tf.contrib.slim.xavier_initializer",
                 kind=KIND_SYMBOL, name="xavier_initializer",
-                hook=reads(f"{_CONTRIB}:ContribLayers.xavier_initializer"),
+                hook=reads(f"{_CONTRIB}:ContribLayers.xavier_initializer",
+                           f"{_CONTRIB}:ContribSlim.xavier_initializer"),
                 eras=("1.15",), removed_in="2.0",
                 replacement="tf.compat.v1.glorot_uniform_initializer() (the uniform=True "
                                         "default; same numbers for the same seed)",
                 note="uniform=False has no exact TF 2 equivalent (its normal is scaled "
                           "by 1.3, glorot_normal's by 1/0.8796^2).",
-                symbols=("tf.contrib.layers.xavier_initializer",)),
+                symbols=("tf.contrib.layers.xavier_initializer",
+                         "tf.contrib.slim.xavier_initializer")),
         # -- TPC070-TPC089: tf.estimator and TPUEstimator (tpu_compat.estimator) ----
         # TF 2.16 removed tf.estimator; tensorflow-estimator 2.15 does not import
         # on TF 2.21, so each probe asks for the old package and finds nothing.
@@ -1015,13 +1018,14 @@ RECORDS = (
                 note='On the emulated TPU the call checks its arguments, warns and sends nothing.',
                 symbols=('tf.contrib.cloud.configure_gcs',)),
         LegacyAPI(
-                rule="TPC110", api="tf.contrib.layers.l2_regularizer",
+                rule="TPC110", api="tf.contrib.layers.l2_regularizer / tf.contrib.slim.l2_regularizer",
                 kind=KIND_SYMBOL, name="l2_regularizer",
-                hook=reads(f"{_CONTRIB}:ContribLayers.l2_regularizer"),
+                hook=reads(f"{_CONTRIB}:ContribLayers.l2_regularizer",
+                           f"{_CONTRIB}:ContribSlim.l2_regularizer"),
                 eras=("1.13", "1.14", "1.15"), removed_in="2.0",
                 replacement='lambda w: scale * tf.nn.l2_loss(w) (tf.keras.regularizers.l2(scale) is twice that)',
                 note="contrib's penalty is scale * sum(w**2) / 2; tpu_compat keeps it.",
-                symbols=('tf.contrib.layers.l2_regularizer',)),
+                symbols=('tf.contrib.layers.l2_regularizer', 'tf.contrib.slim.l2_regularizer')),
         LegacyAPI(
                 rule="TPC111", api="tf.contrib.training.checkpoints_iterator",
                 kind=KIND_SYMBOL, name="checkpoints_iterator",
@@ -1336,7 +1340,87 @@ RECORDS = (
                 replacement="the model built and compiled in TPUStrategy(resolver).scope() "
                                         "(one copy, nothing to sync)",
                 note="Copies the TPU copy's weights into the CPU model and returns it."),
+        # -- The era's programs outside TensorFlow (TPC201-): what their code
+        #    used next to TF that today's Python no longer has.
+        LegacyAPI(
+                rule="TPC201", api="distutils.version.LooseVersion / StrictVersion",
+                kind=KIND_SYMBOL, name="LooseVersion",
+                hook=not_observable(
+                    "Python's distutils, not TensorFlow: tpu_compat instruments no "
+                    "standard-library module; `tpu-compat scan` finds the uses"),
+                eras=("1.13", "1.14", "1.15", "2.0", "2.1", "2.2", "2.3"), removed_in=None,
+                replacement="packaging.version.parse(...) on both sides of the comparison "
+                            "(import packaging.version), where it orders the versions "
+                            "compared the same way",
+                # Only where both order every TF >= 2.21 the same way against
+                # the literal (rewrites/version_compare.py).
+                rewrite=version_compare("packaging.version.parse"),
+                note="distutils is gone in Python 3.12 (PEP 632); packaging ships with "
+                     "TensorFlow, but orders 2.0.0 vs '2.0' and release candidates "
+                     "differently.",
+                symbols=("distutils.version.LooseVersion", "distutils.version.StrictVersion")),
 )
+
+# -- TF-Slim and arg_scope (issue 34, TPC180-TPC200): served by tpu_compat's own
+# implementation (tpu_compat/contrib/_slim.py, _arg_scope.py) as tf.contrib.slim.X,
+# tf.contrib.layers.X and tf.contrib.framework.X; one record per name, whichever
+# module the program reads it from. Chosen by the survey (docs/contrib_survey.md,
+# "TF-Slim and arg_scope").
+_SLIM_KERAS = {
+        "avg_pool2d": "tf.keras.layers.AveragePooling2D(pool_size, strides=2)",
+        "batch_norm": "tf.keras.layers.BatchNormalization(momentum=decay, epsilon=0.001, "
+                      "scale=False) (variables named BatchNorm/... in contrib)",
+        "conv2d": "tf.keras.layers.Conv2D(filters, kernel_size, padding='same', "
+                  "activation='relu') (variables named kernel/bias, contrib's weights/biases)",
+        "convolution2d": "tf.keras.layers.Conv2D(filters, kernel_size, padding='same', "
+                         "activation='relu') (variables named kernel/bias, contrib's weights/biases)",
+        "dropout": "tf.keras.layers.Dropout(rate=1 - keep_prob)",
+        "flatten": "tf.keras.layers.Flatten()",
+        "fully_connected": "tf.keras.layers.Dense(units, activation='relu') (variables "
+                           "named kernel/bias, contrib's weights/biases)",
+        "max_pool2d": "tf.keras.layers.MaxPooling2D(pool_size, strides=2)",
+        "repeat": "a Python loop over the layer",
+        "separable_conv2d": "tf.keras.layers.SeparableConv2D, or DepthwiseConv2D when "
+                            "num_outputs is None",
+        "separable_convolution2d": "tf.keras.layers.SeparableConv2D, or DepthwiseConv2D "
+                                   "when num_outputs is None",
+        "softmax": "tf.nn.softmax(logits)",
+        "stack": "a Python loop over the layer",
+        "variance_scaling_initializer": "tf.compat.v1.variance_scaling_initializer (its "
+                                        "truncated normal is scaled differently: not the same numbers)",
+}
+_ARG_SCOPE_RECORD_NAMES = ("arg_scope", "add_arg_scope", "has_arg_scope", "arg_scoped_arguments",
+                           "current_arg_scope")
+
+
+def _slim_records(first_rule):
+    """One record per TF-Slim name, numbered from ``first_rule``."""
+    entries = [(name, ("slim", "framework"),
+                f"tf_slim.{name} (pip install tf-slim); Keras has no argument scopes: "
+                "pass the arguments to each layer",
+                "tpu_compat implements TF 1.15's arg_scope (contrib/framework/python/ops/"
+                "arg_scope.py).") for name in _ARG_SCOPE_RECORD_NAMES]
+    entries += [(name, ("slim", "layers"), f"tf_slim.{name} (pip install tf-slim), or {keras}",
+                 "tpu_compat implements TF 1.15's layer (contrib/layers/python/layers/layers.py) "
+                 "with its defaults and variable names, so checkpoints restore.")
+                for name, keras in _SLIM_KERAS.items()]
+    entries += [(name, ("slim", "framework"),
+                 "tf.compat.v1.get_variable(name, shape, collections=[...])",
+                 "tpu_compat implements TF 1.15's function (contrib/framework/python/ops/"
+                 "variables.py).") for name in ("variable", "model_variable")]
+    classes = {"slim": "ContribSlim", "framework": "ContribFramework", "layers": "ContribLayers"}
+    records = []
+    for number, (name, modules, replacement, note) in enumerate(entries, start=first_rule):
+        symbols = tuple(f"tf.contrib.{module}.{name}" for module in modules)
+        records.append(LegacyAPI(
+                rule=f"TPC{number:03d}", api=" / ".join(symbols), kind=KIND_SYMBOL, name=name,
+                hook=reads(*(f"{_CONTRIB}:{classes[module]}.{name}" for module in modules)),
+                eras=("1.13", "1.14", "1.15"), removed_in="2.0",
+                replacement=replacement, note=note, symbols=symbols))
+    return tuple(records)
+
+
+RECORDS = RECORDS + _slim_records(180)
 
 _BY_RULE = {record.rule: record for record in RECORDS}
 

@@ -26,6 +26,7 @@ __all__ = ["ERAS", "KIND_SYMBOL", "KIND_METHOD", "KIND_ARGUMENT", "KIND_ATTRIBUT
            "REWRITE_REPLACE_SYMBOL", "REWRITE_RENAME_KEYWORD", "REWRITE_REPLACE_MODULE",
            "REWRITE_DROP_IMPORT", "REWRITE_TF2_STRATEGY", "REWRITE_CALL_TO_METHOD",
            "REWRITE_GRAPH_LOOP", "drop_import", "tf2_strategy", "call_to_method", "graph_loop",
+           "REWRITE_VERSION_COMPARE", "version_compare",
            "REWRITE_KINDS", "Rewrite", "rename_method", "add_keyword", "replace_call",
            "replace_symbol", "rename_keyword", "replace_module", "LegacyAPI", "present_in_installed"]
 
@@ -164,10 +165,11 @@ REWRITE_DROP_IMPORT = "drop_import"        # an import whose every use was rewri
 REWRITE_TF2_STRATEGY = "tf2_strategy"      # the TF 1.15 class built for Keras -> <to>(resolver)
 REWRITE_CALL_TO_METHOD = "call_to_method"  # f(obj, x) -> obj.<to>(x, <value>)
 REWRITE_GRAPH_LOOP = "graph_loop"          # TF 1.15's iterator loop -> its TF 2 graph-mode form
+REWRITE_VERSION_COMPARE = "version_compare"  # LooseVersion(tf.__version__) < '1.14' -> packaging's
 REWRITE_KINDS = (REWRITE_RENAME_METHOD, REWRITE_ADD_KEYWORD, REWRITE_REPLACE_CALL,
                  REWRITE_REPLACE_SYMBOL, REWRITE_RENAME_KEYWORD, REWRITE_REPLACE_MODULE,
                  REWRITE_DROP_IMPORT, REWRITE_TF2_STRATEGY, REWRITE_CALL_TO_METHOD,
-                 REWRITE_GRAPH_LOOP)
+                 REWRITE_GRAPH_LOOP, REWRITE_VERSION_COMPARE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -240,6 +242,13 @@ def graph_loop(to):
     ``experimental_run``, ``initialize()``) becomes ``to``, its TF 2.21 graph-mode
     form, in a module that runs a graph."""
     return Rewrite(REWRITE_GRAPH_LOOP, to)
+
+
+def version_compare(to):
+    """``LooseVersion(tf.__version__) < '1.14'`` (distutils) -> ``<to>(tf.__version__) <
+    <to>('1.14')`` (``to``: packaging's parse), where both order every TF the
+    migrated program can run on the same way against the literal."""
+    return Rewrite(REWRITE_VERSION_COMPARE, to)
 
 
 @dataclasses.dataclass(frozen=True)

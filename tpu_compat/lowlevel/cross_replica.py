@@ -3,13 +3,16 @@
 On the emulated TPU ``cross_replica_sum`` is a ``merge_call`` where the
 replicas meet: each group is summed in replica order (exact, deterministic)
 and every member gets its group's sum; its gradient is the same sum of the
-gradients, as XLA differentiates CrossReplicaSum. ``CrossShardOptimizer``
+gradients, op by op, as XLA differentiates CrossReplicaSum: each replica's
+gradient of its n-th sum meets the other replicas' gradients of their n-th
+sum, in whatever order the replicas build them. ``CrossShardOptimizer``
 sums the gradients across the shards once and each copy of a mirrored
 variable applies the same update. Both need only an emulated replica context
 (:func:`emulated_replica_context`), so they work the same inside
 ``tpu.replicate`` and inside a TPUStrategy's ``run`` / ``experimental_run``.
 """
 
+import threading
 import weakref
 
 import tensorflow as tf
@@ -19,7 +22,8 @@ from tpu_compat._tf_internals import (
 from tpu_compat.lowlevel import native
 from tpu_compat.runtime import emulated
 
-__all__ = ["CrossShardOptimizer", "NotInReplicaContextError", "cross_replica_sum",
+__all__ = ["CrossReplicaGradientOrderError", "CrossShardOptimizer",
+           "NotInReplicaContextError", "check_gradients_met", "cross_replica_sum",
            "emulated_replica_context", "sums_built"]
 
 
@@ -108,24 +112,28 @@ def _group_sums(strategy, per_replica, groups):
 
 # The gradient of an all-reduce is the all-reduce of the gradient, per op, as
 # XLA differentiates CrossReplicaSum (TF r1.15 tensorflow/python/tpu/ops/
-# tpu_ops.py, _cross_replica_sum_grad). Each replica's result is
+# tpu_ops.py, ``_cross_replica_sum_grad``: ``return gen_tpu_ops.cross_replica_sum(
+# grad, op.inputs[1])``, the same group assignment). Each replica's result is
 # a custom gradient of (x, total): its value is the group's sum, but its gradient goes only
 # to this replica's own ``x``, as the replica's own op on a TPU; the merged sum
 # itself (an Add chain over every replica's ``x``) is never differentiated,
 # which would add the paths through the other replicas' computations a second
 # time. Which of its replica's sums each is (the n-th) is counted here by
 # graph (weakly: a graph's id can be reused once it is collected, as each
-# Estimator call builds a new one) and replica, so merge_call can check that
-# every replica reached the same sum's gradient.
+# Estimator call builds a new one) and replica: the n-th sum of every replica
+# is the same op of the TPU program, and its gradients meet by that number.
 # Per graph: {replica id: how many sums that replica has built}.
 _sums_per_replica = weakref.WeakKeyDictionary()
+# Per graph: the gradient meetings (:class:`_GradientMeeting`) still open.
+_meetings = weakref.WeakKeyDictionary()
+_meetings_lock = threading.Lock()
 # How many emulated cross-replica sums were ever built (TPUEstimator checks that
 # a training model_fn built one: TF 1.15 required CrossShardOptimizer).
 _sums_built = 0
 
 
 class CrossReplicaGradientOrderError(RuntimeError):
-    """The replicas differentiated their cross-replica sums in different orders."""
+    """The replicas did not all differentiate the same cross-replica sums."""
 
 
 def sums_built():
@@ -139,16 +147,127 @@ def _merged_group_sum(context, x, groups, index=None):
         if len(found) > 1:
             # merge_call pairs the replicas' calls in the order each makes
             # them: summing the gradients of different sums would be wrong
-            # numbers (or a shape error), so refuse with the cause.
+            # numbers (or a shape error), so refuse with the cause. Only eager
+            # gradients come here (a graph's meet by op: _GradientMeeting).
             raise CrossReplicaGradientOrderError(
                 f"the replicas differentiated different cross_replica_sum ops at "
-                f"the same time (each replica's sums number {sorted(found)}): the "
-                f"emulated TPU sums each op's gradients across the replicas when "
-                f"every replica reaches that op's gradient, so each replica's "
-                f"model_fn must build the same cross_replica_sum ops in the same "
-                f"order")
+                f"the same time (each replica's sums number {sorted(found)}): "
+                f"executing eagerly, the emulated TPU sums each op's gradients "
+                f"across the replicas when every replica reaches that op's "
+                f"gradient, so each replica's model_fn must build the same "
+                f"cross_replica_sum ops in the same order")
         return _group_sums(strategy, per_replica, groups)
     return context.merge_call(merge, args=(x, -1 if index is None else index))
+
+
+class _GradientMeeting:
+    """Where the replicas' gradients of one cross-replica sum meet, in a graph.
+
+    The replicas build their gradients one thread at a time, each in the order
+    its ``tf.gradients`` / ``GradientTape`` walks its graph, and that order
+    differs between replicas when their graphs differ (a replica-dependent
+    model_fn; SimCLR's replicas did while each read every replica's losses
+    from the graph's collection, see lowlevel/replica_collections.py). A
+    replica blocked until the others reached the same sum could deadlock (A
+    waits at sum 1 for B, B at sum 2 for A), so no replica waits here: each gets at once a
+    stand-in for its sum (an ``IdentityN`` of its own upstream gradient) and
+    carries on; when the last member of its group arrives, the group's
+    upstream gradients are summed in replica order and every member's
+    stand-in is rewired to read that sum. Nothing blocks, so nothing can
+    deadlock; a sum some replicas never differentiate is refused by
+    :func:`check_gradients_met` when the replicas have been built.
+    """
+
+    def __init__(self, name, index, groups, devices):
+        self.name, self.index, self.groups, self.devices = name, index, groups, devices
+        self.upstream = {}   # replica -> its upstream gradient
+        self.stand_in = {}   # replica -> the IdentityN op its gradient reads
+        self.met = set()     # replicas whose group has met
+
+    def arrive(self, replica, upstream):
+        # IdentityN, not Identity: tensor_util.constant_value looks through an
+        # Identity, and must not fold the stand-in to this replica's upstream.
+        stand_in = tf.identity_n([upstream], name="cross_replica_sum_grad")[0]
+        self.upstream[replica] = upstream
+        self.stand_in[replica] = stand_in.op
+        group = next(g for g in self.groups if replica in g)
+        if all(member in self.upstream for member in group):
+            self._meet(group)
+        return stand_in
+
+    def _meet(self, group):
+        # On the group's first device, as the forward sum (_group_sums), not
+        # where the gradient of the last arriving replica is being colocated.
+        with ops.colocate_with(None, ignore_existing=True), \
+                ops.device(self.devices[group[0]]):
+            total = self.upstream[group[0]]
+            for member in group[1:]:
+                total = total + self.upstream[member]
+        for member in group:
+            self.stand_in[member]._update_input(0, total)  # pylint: disable=protected-access
+            self.met.add(member)
+
+    def missing(self):
+        """(replicas that differentiated this sum, replicas that did not), or None if met."""
+        if len(self.met) == len(self.upstream):
+            return None
+        arrived = sorted(self.upstream)
+        waiting_for = sorted({m for g in self.groups if set(g) & set(arrived) for m in g}
+                             - set(arrived))
+        return arrived, waiting_for
+
+
+def _graph_gradient_of_sum(context, upstream, groups, index, name):
+    """This replica's gradient of its ``index``-th sum: the group's sum of them (by op)."""
+    replica = _replica_number(context)
+    graph = ops.get_default_graph()
+    with _meetings_lock:
+        state = _meetings.setdefault(graph, {"requests": {}, "open": {}})
+        # The same sum differentiated twice (two tf.gradients calls) meets twice.
+        request = state["requests"].get((replica, index), 0)
+        state["requests"][(replica, index)] = request + 1
+        meeting = state["open"].get((index, request))
+        if meeting is None:
+            meeting = _GradientMeeting(name, index, groups,
+                                       context.strategy.extended.worker_devices)
+            state["open"][(index, request)] = meeting
+        return meeting.arrive(replica, upstream)
+
+
+def check_gradients_met(graph=None):
+    """Raises if some replicas differentiated a cross-replica sum the others did not.
+
+    Called when the replicas of a computation have been built: a gradient whose
+    group has not met would otherwise be this replica's own gradient alone.
+    """
+    graph = graph or ops.get_default_graph()
+    with _meetings_lock:
+        state = _meetings.get(graph)
+        if not state:
+            return
+        unmet = []
+        for key, meeting in list(state["open"].items()):
+            missing = meeting.missing()
+            if missing is None:
+                del state["open"][key]
+            else:
+                unmet.append((meeting, missing))
+        if not unmet:
+            return
+        state["open"].clear()
+    meeting, (arrived, waiting_for) = unmet[0]
+    raise CrossReplicaGradientOrderError(
+        f"the gradient of cross_replica_sum {meeting.name!r} (each replica's sum "
+        f"number {meeting.index}) was built by replicas {arrived} but not by "
+        f"replicas {waiting_for} of its group: on a TPU every replica runs the "
+        f"same program, so each replica must differentiate the same "
+        f"cross_replica_sum ops ({len(unmet)} sum(s) affected). A model_fn "
+        f"whose loss reads a graph collection (tf.losses.get_total_loss()) "
+        f"also differentiates the losses the other replicas added to it")
+
+
+# Run by the emulated strategy once every replica of a step is built.
+emulated.after_replicas_built(check_gradients_met)
 
 
 def _replica_number(context):
@@ -158,7 +277,7 @@ def _replica_number(context):
 
 def _emulated_cross_replica_sum(context, x, group_assignment, name):
     groups = _check_group_assignment(group_assignment, context.num_replicas_in_sync)
-    with ops.name_scope(name, "CrossReplicaSum"):
+    with ops.name_scope(name, "CrossReplicaSum") as scope:
         x = tf.convert_to_tensor(x)
         total = _merged_group_sum(context, x, groups)
         graph = ops.get_default_graph()
@@ -175,7 +294,10 @@ def _emulated_cross_replica_sum(context, x, group_assignment, name):
                 context_now = emulated_replica_context()
                 if context_now is None:  # differentiated outside the replicas
                     return upstream, None
-                return _merged_group_sum(context_now, upstream, groups, index=index), None
+                if tf.executing_eagerly() or _replica_number(context_now) < 0:
+                    return _merged_group_sum(context_now, upstream, groups, index=index), None
+                return _graph_gradient_of_sum(context_now, upstream, groups, index,
+                                              scope.rstrip("/")), None
             return tf.identity(total), gradient
 
         result = sum_of_group(x, total)

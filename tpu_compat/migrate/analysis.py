@@ -498,6 +498,9 @@ class _Evaluator:
         if isinstance(node, cst.Name):
             return self._name_value(node)
         if isinstance(node, cst.Attribute):
+            dotted_import = self._dotted_import(node)
+            if dotted_import is not None:
+                return dotted_import
             owner = self.value(node.value)
             attr = node.attr.value
             if isinstance(owner, imports.Imported):
@@ -511,6 +514,20 @@ class _Evaluator:
         if isinstance(node, cst.Call):
             return self._call_value(node)
         return None
+
+    def _dotted_import(self, node):
+        """``a.b`` after ``import a.b`` (``import distutils.version``, ``import
+        tensorflow.compat.v1``): libcst records that access on the Attribute,
+        not on the Name ``a``, whose own value is then unknown."""
+        scope = self.c._scope(_root_name(node))
+        if scope is None or not isinstance(_root_name(node), cst.Name):
+            return None
+        referents = [r for access in scope.accesses[node] for r in access.referents]
+        if not referents or not all(isinstance(r, ImportAssignment) for r in referents):
+            return None
+        paths = {self.import_path(r) for r in referents}
+        path = paths.pop() if len(paths) == 1 else None
+        return imports.Imported(path) if path else None
 
     def _bound_value(self, value):
         return self.value(value) if isinstance(value, cst.CSTNode) else value
@@ -714,7 +731,10 @@ class _Evaluator:
         value = self.value(node)
         if not isinstance(value, imports.Imported):
             return
-        records = [(path, _rules.SYMBOL_RULES.get(path)) for path in value.paths]
+        # tf.compat.v2.X is X in TF 2 (`import tensorflow.compat.v2 as tf`, as
+        # SimCLR's TF 2 code does): a legacy X is legacy under either path.
+        records = [(path, _rules.SYMBOL_RULES.get(twin)) for path in value.paths
+                   for twin in imports.equivalent_paths(path)]
         records = [(path, record) for path, record in records if record is not None]
         if not records:
             return

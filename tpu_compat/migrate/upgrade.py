@@ -14,9 +14,8 @@ safely and then edits exactly those nodes:
   above their statement, added once, so a second run changes nothing;
 * low-confidence findings are only reported.
 
-The rewrite never produces code TF 2.21 rejects where it can see that it
-would: ``experimental_run_v2(plain_fn)`` run eagerly becomes
-``run(tf.function(plain_fn))`` (see docs/migration.md).
+The rewrite never produces code TF 2.21 rejects where it can see that it would:
+eager ``experimental_run_v2(fn)`` becomes ``run(tf.function(fn))`` (docs/migration.md).
 
 A file that does not parse, or whose rewrite would not parse, is left
 byte-for-byte unchanged and reported.
@@ -58,8 +57,8 @@ class Outcome:
 
 @dataclasses.dataclass
 class FileUpgrade:
-    """One file's upgrade: new bytes (None when unchanged), outcomes, error.
-
+    """One file's upgrade: new bytes (None when unchanged), outcomes, error, and
+    ``companions``, files to write beside it ({name: bytes}, issue 36's driver).
     ``original`` is None only when the file could not be read at all.
     """
     path: str
@@ -67,6 +66,7 @@ class FileUpgrade:
     updated: Optional[bytes]
     outcomes: List[Outcome]
     error: Optional[scan.FileError] = None
+    companions: Dict[str, bytes] = dataclasses.field(default_factory=dict)
 
     @property
     def changed(self):
@@ -85,8 +85,9 @@ class _Planner:
     """Decides, per finding, rewritten (an edit planned by its kind's module in
     :mod:`tpu_compat.migrate.rewrites`), todo or reported."""
 
-    def __init__(self, findings):
+    def __init__(self, findings, module=None):
         self.findings = findings
+        self.module = module  # libcst's, for version_compare (every use checked); or None
         self.outcomes: Dict[int, Outcome] = {}
         self.edits: Dict[int, rewrites.Edit] = {}
         self.todos: List[Outcome] = []
@@ -295,7 +296,7 @@ def upgrade_text(text, path="<string>", max_bytes=None, size=None):
     if analysis is None or not analysis.findings:
         return text, []
     findings = analysis.findings
-    planner = _Planner(findings)
+    planner = _Planner(findings, analysis.wrapper.module)
     outcomes = planner.plan()
     if not planner.edits and not planner.todos:
         return text, outcomes

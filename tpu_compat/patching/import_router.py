@@ -1,6 +1,6 @@
 """The one import router: what the program's imports get, and packages patched on load.
 
-Two tables, one owner, one undo:
+Three tables, one owner, one undo:
 
 * :data:`REDIRECTS`: import statements written in the program's code
   (:func:`tpu_compat._callsite.is_program_code`) that get something else than
@@ -13,8 +13,13 @@ Two tables, one owner, one undo:
 * on-load patches (:meth:`ImportRouter.patch_on_load`): a package not imported
   yet when ``install()`` ran (tf_keras, Keras 3) is patched when anyone first
   imports it, by ONE ``sys.meta_path`` finder.
+* :data:`ALIASES`: every name ``install()`` puts in ``sys.modules``, for
+  import statements of modules TensorFlow 2.21 does not have under that name
+  (``tensorflow.estimator``, ``tensorflow.keras.mixed_precision``); the row
+  that asks for each (its ``made_by``) calls :meth:`ImportRouter.alias`.
+  Nothing else in tpu_compat writes ``sys.modules`` while installing.
 
-Both are installed by ``install()`` and undone by ``uninstall()`` through the
+All are installed by ``install()`` and undone by ``uninstall()`` through the
 installation's :class:`~tpu_compat.patching.changes.Changes`. Undoing puts
 ``builtins.__import__`` back when the router's wrapper is still on top, and
 otherwise (a foreign wrapper was installed on top of it and still calls it)
@@ -35,7 +40,8 @@ from typing import Optional
 
 from tpu_compat import _callsite
 
-__all__ = ["REDIRECTS", "ImportRouter", "Redirect", "tf1_import_route"]
+__all__ = ["ALIASES", "REDIRECTS", "Alias", "ImportRouter", "Redirect", "alias_target",
+           "aliases", "tf1_import_route"]
 
 # This module's frames sit inside every import of the program: the runner
 # leaves them out of the program's traceback (tpu_compat._callsite).
@@ -89,6 +95,55 @@ REDIRECTS = (
         route="tpu_compat.patching.distutils_imports:import_route",
         why_here="concerns names no other row serves"),
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class Alias:
+    """One ``sys.modules`` entry: the name import statements use -> the module they get."""
+
+    name: str  # the key in sys.modules
+    serves: str  # "package.module", or "module:attribute" for a module object built there
+    made_by: str  # the patch row that asks for it (registry.PATCHES or keras/routes.py's)
+    why: str
+    # A module already imported under ``name`` (a copy, made before install()) stays;
+    # otherwise the entry replaces what is there and uninstall() puts that back.
+    keeps_existing: bool = False
+
+
+_ESTIMATOR = ("TF 2.16 removed tf.estimator: `from tensorflow.compat.v1.estimator "
+              "import tpu` imports tpu_compat.estimator's (namespaces.route_estimator)")
+# tensorflow/__init__.py of TF 2.21 puts tf_keras/api/_v2 on tensorflow.__path__, so
+# `import tensorflow.keras.X` would execute tf_keras's API module a second time;
+# TF 2.1-2.3 had one module under both names (keras/submodule_imports.py).
+_KERAS = ("`tensorflow.keras.X` import statements get the module tf.keras.X is, "
+          "patched, not a copy of it (keras/submodule_imports.py)")
+_KERAS_API = "tf_keras.api._v2.keras"
+
+ALIASES = tuple(
+    Alias(f"tensorflow{root}.estimator{sub}", f"tpu_compat.estimator{sub}", "estimator",
+          _ESTIMATOR)
+    for root in ("", ".compat.v1", ".compat.v2") for sub in ("", ".tpu", ".export")) + (
+    Alias("tensorflow.keras.mixed_precision", f"{_KERAS_API}.mixed_precision", "era names",
+          _KERAS, keeps_existing=True),
+    Alias("tensorflow.keras.experimental", f"{_KERAS_API}.experimental", "era names",
+          _KERAS, keeps_existing=True),
+    Alias("tensorflow.keras.mixed_precision.experimental",
+          "tpu_compat.keras.era:MIXED_PRECISION_EXPERIMENTAL", "era names",
+          "TF 2.1-2.3's tf.keras.mixed_precision.experimental (keras/era.py)",
+          keeps_existing=True),
+    Alias("tensorflow.keras.optimizers", f"{_KERAS_API}.optimizers", "optimizer base",
+          _KERAS, keeps_existing=True),
+)
+
+
+def aliases(made_by):
+    """The rows of :data:`ALIASES` the patch row ``made_by`` asks for, in table order."""
+    return [row for row in ALIASES if row.made_by == made_by]
+
+
+def alias_target(row):
+    """The module ``row`` puts in ``sys.modules`` (imported when asked for)."""
+    return _load(row.serves) if ":" in row.serves else importlib.import_module(row.serves)
 
 
 def _load(target):
@@ -235,6 +290,27 @@ class ImportRouter:
                 builtins.__import__ = original
 
         self._changes.on_undo(undo)
+
+    # -- sys.modules aliases ----------------------------------------------------------
+
+    def alias(self, row):
+        """Puts ``row`` of :data:`ALIASES` in ``sys.modules`` until uninstall(), which
+        takes it out (or puts back what it replaced) if it is still there."""
+        if row not in ALIASES:
+            raise ValueError(f"{row.name!r} is not a row of import_router.ALIASES")
+        if row.keeps_existing and row.name in sys.modules:
+            return
+        module = alias_target(row)
+        previous = sys.modules.get(row.name)
+
+        def undo():
+            if sys.modules.get(row.name) is module:
+                if previous is None:
+                    del sys.modules[row.name]
+                else:
+                    sys.modules[row.name] = previous
+        if self._changes.on_undo(undo):
+            sys.modules[row.name] = module
 
     # -- on-load patches -----------------------------------------------------------
 

@@ -11,6 +11,8 @@ and replaces each attribute that *is* one of the native objects of
 
 import sys
 
+from tpu_compat.patching import import_router
+
 __all__ = ["api_modules", "route_estimator", "route_namespaces", "routes"]
 
 
@@ -73,25 +75,17 @@ def route_namespaces(changes):
         changes.add(package, "TPUStrategy", strategy_by_era.TPUStrategy)
 
 
-def route_estimator(changes):
+def route_estimator(changes, router):
     """``tf.estimator`` and ``tf.compat.v1.estimator`` (with ``.tpu``): TF 2.16 removed them.
 
     Added to every API root module (``tf``, ``tf.compat.v1``, ``tf.compat.v2``
     and their aliases, so ``--tf1``'s ``import tensorflow`` sees it too), and
-    registered in ``sys.modules`` so that ``from tensorflow.compat.v1.estimator
-    import tpu`` imports.
+    ``router`` puts them in ``sys.modules`` (the import router's ALIASES made by
+    "estimator") so that ``from tensorflow.compat.v1.estimator import tpu`` imports.
     """
     from tpu_compat import estimator  # pylint: disable=import-outside-toplevel
     for module_name, module in api_modules():
         if module_name == "tensorflow" or module_name.endswith((".compat.v1", ".compat.v2")):
             changes.add(module, "estimator", estimator)
-    aliases = {f"tensorflow{root}.estimator{sub}": target
-               for root in ("", ".compat.v1", ".compat.v2")
-               for sub, target in (("", estimator), (".tpu", estimator.tpu),
-                                   (".export", estimator.export))}
-    for name, module in aliases.items():
-        previous = sys.modules.get(name)
-        sys.modules[name] = module
-        changes.on_undo(lambda name=name, previous=previous: (
-            sys.modules.__setitem__(name, previous) if previous is not None
-            else sys.modules.pop(name, None)))
+    for row in import_router.aliases("estimator"):
+        router.alias(row)

@@ -3,7 +3,9 @@
 :data:`PATCHES` lists every change ``install()`` makes, one row each, in the
 order it makes them. A row that must come after another names it in
 ``after``, with the reason; :func:`check_order` (run when this module loads,
-and by the tests) refuses a table whose order breaks one. ``install()`` walks
+and by the tests) refuses a table whose order breaks one, and each row names its
+``targets``, what it replaces: two rows on one target must be ordered by
+``after`` (:mod:`~tpu_compat.patching.rows`). ``install()`` walks
 the rows; each change is recorded in the installation's
 :class:`~tpu_compat.patching.changes.Changes`, and ``uninstall()`` undoes
 them last first (the one undo rule).
@@ -16,11 +18,14 @@ every call applies on top of the previous one (``each_call``).
 import contextlib
 import dataclasses
 import threading
-from typing import Callable, Mapping, Optional, Tuple
+from typing import Optional
 
 from tpu_compat import deprecation, settings
+from tpu_compat.patching import rows as rows_lib
 from tpu_compat.patching.changes import Changes
 from tpu_compat.patching.import_router import ImportRouter
+# The row's shape (Patch: importable from here, as before).
+from tpu_compat.patching.rows import Patch
 
 __all__ = ["PATCHES", "InstallHandle", "Patch", "apply_alone", "check_order", "install",
            "is_installed", "uninstall"]
@@ -33,22 +38,6 @@ class _Installation:
     changes: Changes
     router: ImportRouter
     policy: Optional[str]
-
-
-@dataclasses.dataclass(frozen=True)
-class Patch:
-    """One row of the registry."""
-
-    name: str
-    apply: Callable[[_Installation], None]
-    changes: str  # what it changes, for the next engineer
-    after: Mapping[str, str] = dataclasses.field(default_factory=dict)  # row -> why
-    option: Optional[str] = None  # the install() keyword that enables it; None: always
-    each_call: bool = False  # applied by every install() call, stacking
-    # The TensorFlow attributes it replaces ("module:attribute", module as
-    # tensorflow.python.<module> names it). Two rows on one target wrap each
-    # other: the later must say so in ``after`` (check_order refuses otherwise).
-    targets: Tuple[str, ...] = ()
 
 
 # -- the rows' actions (each imports what it needs: this module stays light) -------
@@ -82,6 +71,11 @@ def _strategy_devices(installation):
 def _replica_all_reduce(installation):
     from tpu_compat.lowlevel import replica_all_reduce  # pylint: disable=import-outside-toplevel
     replica_all_reduce.patch_all_reduce(installation.changes)
+
+
+def _replica_collections(installation):
+    from tpu_compat.lowlevel import replica_collections  # pylint: disable=import-outside-toplevel
+    replica_collections.patch_collections(installation.changes)
 
 
 def _empty_batches(installation):
@@ -119,7 +113,7 @@ def _tensorflow_hooks(installation):
 
 def _keras(installation):
     from tpu_compat.keras import routes  # pylint: disable=import-outside-toplevel
-    routes.route_keras(installation.changes, installation.router)
+    routes.route_keras(installation)
 
 
 def _import_redirects(installation):
@@ -129,7 +123,7 @@ def _import_redirects(installation):
 
 def _estimator(installation):
     from tpu_compat.patching import namespaces  # pylint: disable=import-outside-toplevel
-    namespaces.route_estimator(installation.changes)
+    namespaces.route_estimator(installation.changes, installation.router)
 
 
 def _tf1(installation):
@@ -137,9 +131,11 @@ def _tf1(installation):
         installation.router.redirect(row)
 
 
-# The attributes the rows below replace. runtime/empty_batches.CONVOLUTIONS and
-# fidelity/numerics.ROWS hold the same names (tests/test_import_router.py checks
-# them against these): they import TensorFlow, this module does not.
+# What the rows below replace (rows.target_name names them; tests/test_patch_rows.py
+# installs with a recording Changes and checks every attribute a row replaces is
+# one of its targets). runtime/empty_batches.CONVOLUTIONS, fidelity/numerics.ROWS
+# and runtime/hooks.targets() hold the same names: they import TensorFlow or the
+# legacy table, this module does neither.
 _EMPTY_BATCH_TARGETS = tuple(f"gen_nn_ops:{name}" for name in
                              ("conv2d", "conv3d", "depthwise_conv2d_native"))
 _NUMERICS_TARGETS = tuple(
@@ -151,36 +147,81 @@ _NUMERICS_TARGETS = tuple(
         "conv3d_backprop_input_v2", "conv3d_backprop_filter_v2", "depthwise_conv2d_native",
         "depthwise_conv2d_native_backprop_input", "depthwise_conv2d_native_backprop_filter",
         "conv")])
+# Every copy of each API module (tf, tf.compat.v1, tf.compat.v2, ...) is one name.
+_API_ROUTE_TARGETS = (
+    ("tf:device", "tf.config:experimental_connect_to_cluster",
+     "tf.config:experimental_connect_to_host", "tf.config:list_logical_devices",
+     "tf.config:list_physical_devices", "tf.config.experimental:list_logical_devices",
+     "tf.config.experimental:list_physical_devices", "tf.distribute:TPUStrategy",
+     "tf.distribute.experimental:TPUStrategy",
+     "tf.distribute.cluster_resolver:TPUClusterResolver",
+     "tf.tpu.experimental:initialize_tpu_system", "tf.tpu.experimental:shutdown_tpu_system")
+    # lowlevel.ROUTED_NAMES: tf.compat.v1.tpu's names
+    + tuple(f"tf.tpu:{name}" for name in (
+        "CrossShardOptimizer", "batch_parallel", "bfloat16_scope", "core",
+        "cross_replica_sum", "initialize_system", "outside_compilation", "replicate",
+        "rewrite", "shard", "shutdown_system")))
+_REMOVED_METHOD_TARGETS = (
+    "distribute_lib:Strategy.experimental_make_numpy_dataset", "distribute_lib:Strategy.reduce",
+    "distribute_lib:StrategyBase.experimental_distribute_dataset",
+    "distribute_lib:StrategyBase.experimental_run_v2")
+_STRATEGY_DEVICE_TARGETS = (
+    "mirrored_strategy:MirroredStrategy.__init__", "mirrored_strategy:MirroredStrategyV1.__init__",
+    "one_device_strategy:OneDeviceStrategy.__init__",
+    "one_device_strategy:OneDeviceStrategyV1.__init__")
+# The legacy table's hooks on TensorFlow's classes (runtime/hooks.targets()).
+_TENSORFLOW_HOOK_TARGETS = (
+    tuple(f"distribute_lib:{path}" for path in (
+        "StrategyBase.experimental_distribute_datasets_from_function", "StrategyBase.unwrap",
+        "StrategyV1.experimental_make_numpy_dataset", "StrategyV1.make_dataset_iterator",
+        "StrategyV1.make_input_fn_iterator", "StrategyV1.experimental_run",
+        "StrategyExtendedV1.experimental_run_steps_on_iterator",
+        "StrategyExtendedV1.call_for_each_replica"))
+    + ("tpu_strategy:TPUExtended.steps_per_run", "tpu_strategy:TPUStrategyV1.steps_per_run",
+       "input_lib:DistributedIteratorV1.initialize"))
+# The router's one wrapper of __import__ serves every redirect row (REDIRECTS).
+_IMPORT = "builtins:__import__"
 
 PATCHES = (
     Patch("warning policy", _warning_policy,
           "warnings.filters for TPUCompatDeprecationWarning (deprecation.apply_policy)",
-          each_call=True),
+          each_call=True,
+          targets=("warnings:filters",)),
     Patch("autograph rule", _autograph_rule,
-          "autograph's CONVERSION_RULES: do not convert tpu_compat (runtime/autograph_rules)"),
+          "autograph's CONVERSION_RULES: do not convert tpu_compat (runtime/autograph_rules)",
+          targets=("config:CONVERSION_RULES",)),
     Patch("API routes", _api_routes,
           "every TensorFlow API module: TPUStrategy*, TPUClusterResolver, the TPU "
-          "system calls, tf.compat.v1.tpu, device names -> adapters (namespaces.routes)"),
+          "system calls, tf.compat.v1.tpu, device names -> adapters (namespaces.routes)",
+          targets=_API_ROUTE_TARGETS),
     Patch("removed methods", _removed_methods,
           "TensorFlow's own strategies get the methods TF 2.4 removed "
-          "(runtime/native_methods)"),
+          "(runtime/native_methods)",
+          targets=_REMOVED_METHOD_TARGETS),
     Patch("strategy devices", _strategy_devices,
           "Mirrored/OneDevice strategies' device arguments resolved on the emulated TPU "
-          "(runtime/devices)"),
+          "(runtime/devices)",
+          targets=_STRATEGY_DEVICE_TARGETS),
     Patch("replica all-reduce", _replica_all_reduce,
           "ReplicaContext.all_reduce on the emulated TPU: its gradient without "
           "custom_gradient's walk through every replica's graph (lowlevel/replica_all_reduce)",
           targets=("distribute_lib:ReplicaContextBase.all_reduce",)),
+    Patch("replica collections", _replica_collections,
+          "each emulated replica reads only its own entries of the losses and update-ops "
+          "collections, as the one replica a TPU program built (lowlevel/replica_collections)",
+          targets=("ops:Graph.add_to_collection", "ops:Graph.get_collection")),
     Patch("empty batches", _empty_batches,
           "with oneDNN on, the emulated replicas' convolutions give an empty batch "
           "a TPU core's result (runtime/empty_batches)",
           targets=_EMPTY_BATCH_TARGETS),
     Patch("device input", _device_input,
           "per-device input pipelines on the emulated TPU run without tf.data "
-          "autotuning, so destroying their iterators does not stall (runtime/device_input)"),
+          "autotuning, so destroying their iterators does not stall (runtime/device_input)",
+          targets=("multi_device_iterator_ops:_create_device_dataset",)),
     Patch("protobuf text", _protobuf_text,
           "TF 2.14-2.20's write_graph (graph.pbtxt of every Estimator train) works with "
-          "protobuf 7, which removed the float_format it passes (runtime/protobuf_text)"),
+          "protobuf 7, which removed the float_format it passes (runtime/protobuf_text)",
+          targets=("graph_io:text_format",)),
     Patch("numerics", _numerics,
           "--numerics tpu: the gen_*_ops functions of float32 matmuls, einsums and "
           "convolutions round their operands in replica steps (fidelity/numerics)",
@@ -191,20 +232,29 @@ PATCHES = (
                                   "does not matter: padding rows are zeros)"}),
     Patch("pod sessions", _pod_sessions,
           "tf.compat.v1.Session on the emulated pod's master accepts the pod's own "
-          "cluster_def, as a Cloud TPU pod's did (runtime/pod_sessions)"),
+          "cluster_def, as a Cloud TPU pod's did (runtime/pod_sessions)",
+          targets=("session:BaseSession.__init__",)),
     Patch("tensorflow hooks", _tensorflow_hooks,
           "the table's hooks on TensorFlow's own classes (runtime/hooks, legacy_api)",
           after={"strategy devices": "the hooks wrap the routed __init__ and so see "
-                                     "the user's call, not tpu_compat's"}),
+                                     "the user's call, not tpu_compat's"},
+          targets=_TENSORFLOW_HOOK_TARGETS),
     Patch("keras", _keras,
           "tf_keras and Keras 3 under the adapters, now or when first imported "
-          "(keras/routes: compile, fit loops, metric variables, era names, their hooks)"),
+          "(keras/routes: compile, fit loops, metric variables, era names, their hooks)",
+          # its inner rows' targets (keras/routes.py's tables) are all below these
+          targets=("tf_keras", "keras", "tf.keras", "sys:meta_path",
+                   "sys.modules:tensorflow.keras")),
     Patch("import redirects", _import_redirects,
           "the program's tensorflow.python.keras and tensorflow.contrib imports, and "
-          "tf.contrib on compat.v1 (import_router.REDIRECTS)"),
+          "tf.contrib on compat.v1 (import_router.REDIRECTS)",
+          targets=(_IMPORT, "tf:contrib")),
     Patch("estimator", _estimator,
           "tf.estimator / tf.compat.v1.estimator(.tpu) on the API roots and in "
-          "sys.modules (namespaces.route_estimator)"),
+          "sys.modules (namespaces.route_estimator)",
+          targets=("tf:estimator", "sys.modules:tensorflow.estimator",
+                   "sys.modules:tensorflow.compat.v1.estimator",
+                   "sys.modules:tensorflow.compat.v2.estimator")),
     Patch("tf1", _tf1,
           "--tf1: TF 1.x behaviour, and the program's `import tensorflow` is "
           "tf.compat.v1 (import_router.tf1_import_route)",
@@ -212,29 +262,15 @@ PATCHES = (
                               "it, with TF 2 behaviour on: the runner did this last",
                  "import redirects": "its redirect nests outside theirs "
                                      "(import_router.REDIRECTS)"},
-          option="tf1_imports"),
+          option="tf1_imports",
+          targets=(_IMPORT,)),
 )
 
 
 def check_order(patches=PATCHES):
-    """Raises ValueError naming the row and the reason when the declared order is broken,
-    or naming the target when two rows replace one attribute without a declared order."""
-    seen = set()
-    owners = {}
-    for row in patches:
-        for target in row.targets:
-            earlier = owners.setdefault(target, row.name)
-            if earlier != row.name and earlier not in row.after:
-                raise ValueError(f"patches {earlier!r} and {row.name!r} both replace "
-                                 f"{target}; declare their order ({row.name!r} after=)")
-            owners[target] = row.name
-        for earlier, why in row.after.items():
-            if earlier not in {r.name for r in patches}:
-                raise ValueError(f"patch {row.name!r} must come after {earlier!r}, "
-                                 f"which is not a row of the registry")
-            if earlier not in seen:
-                raise ValueError(f"patch {row.name!r} must come after {earlier!r}: {why}")
-        seen.add(row.name)
+    """Raises ValueError when ``patches`` (default: :data:`PATCHES`) break a declared
+    order, or two of them replace one target without one (:func:`rows.check_order`)."""
+    rows_lib.check_order(patches)
 
 
 check_order()
@@ -257,7 +293,7 @@ def apply_alone(name, changes):
     row.apply(_Installation(changes, None, None))
 
 
-_NEEDS_THE_ROUTER = frozenset({"keras", "import redirects", "tf1"})
+_NEEDS_THE_ROUTER = frozenset({"keras", "import redirects", "estimator", "tf1"})
 
 
 # -- install() / uninstall() ---------------------------------------------------------

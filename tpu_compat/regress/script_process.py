@@ -109,6 +109,8 @@ def chosen_fidelity(fidelity=None, environ=None):
 def _environment(launch):
     env = dict(os.environ)
     env.pop(settings.SEED_VAR, None)
+    # The script's sidecar decides --tf1 (tpu_compat_command), not this environment.
+    env.pop(settings.TF1_VAR, None)
     if launch.seed is not None:
         env[settings.SEED_VAR] = str(launch.seed)
         # Hash randomization reorders sets of strings from run to run.

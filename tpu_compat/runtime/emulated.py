@@ -96,6 +96,24 @@ def _with_number_of_shards(fn, number_of_shards):
     return replica_fn
 
 
+# Checks of a graph once every replica of a step has been built in it,
+# registered by the modules that need them (lowlevel/cross_replica: every
+# replica's gradient of each cross-replica sum met the others'), so this module
+# imports none of them.
+_BUILT_CHECKS = []
+
+
+def after_replicas_built(check):
+    """Registers ``check(graph)``, run each time the replicas of a step are built."""
+    if check not in _BUILT_CHECKS:
+        _BUILT_CHECKS.append(check)
+
+
+def _run_built_checks(graph):
+    for check in _BUILT_CHECKS:
+        check(graph)
+
+
 class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
     """Extended API of an emulated TPU strategy."""
 
@@ -186,6 +204,11 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
         if not isinstance(fn, def_function.Function):
             fn = numerics_ops.replica_step(
                 _with_number_of_shards(fn, self._num_replicas_in_sync))
+        result = self._call_for_each_replica_checked(fn, args, kwargs)
+        _run_built_checks(ops.get_default_graph())
+        return result
+
+    def _call_for_each_replica_checked(self, fn, args, kwargs):
         if not compile_checks.enabled():
             return super()._call_for_each_replica(fn, args, kwargs)
         if ops.executing_eagerly_outside_functions() and not ops.inside_function():
@@ -203,6 +226,7 @@ class EmulatedTPUExtended(mirrored_strategy.MirroredExtended):
         graph = ops.get_default_graph()
         before = len(graph.get_operations())
         result = super()._call_for_each_replica(fn, args, kwargs)
+        _run_built_checks(graph)  # also when traced by _checked_trace
         created = graph.get_operations()[before:]
         tpu_semantics.check_ops(created, graph)  # warnings: what a TPU computes differently
         compile_checks.check_ops(created, graph)

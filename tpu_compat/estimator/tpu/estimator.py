@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from tpu_compat._tf_internals import tf_evaluation
 
-from tpu_compat.estimator import _inputs
+from tpu_compat.estimator import _inputs, _sessions
 from tpu_compat.estimator._spec import ModeKeys
 from tpu_compat.estimator.estimator import Estimator
 from tpu_compat.estimator.tpu import _quiet
@@ -78,6 +78,12 @@ class TPUEstimator(Estimator):
             raise ValueError(f"TPUEstimator: params must not contain {reserved}: "
                              f"{list(_RESERVED_PARAMS)} are reserved keys (TPUEstimator "
                              f"sets them), given: {sorted(params)}")
+        if config.train_distribute is not None or config.eval_distribute is not None:
+            raise ValueError(
+                "TPUEstimator: RunConfig train_distribute/eval_distribute are not "
+                "used by TPUEstimator, which replicates model_fn over the TPU itself; "
+                "pass the strategy to tf.estimator.Estimator instead, or leave "
+                "them None")
         if embedding_config_spec is not None:
             raise ValueError("TPUEstimator: embedding_config_spec (TPU embeddings) is "
                              "not supported by tpu_compat")
@@ -126,32 +132,8 @@ class TPUEstimator(Estimator):
     # -- the sessions' config ----------------------------------------------------
     @property
     def _session_config(self):
-        """The program's session config, seeing every emulated core.
-
-        The Estimator runs its sessions with RunConfig.session_config (or
-        ConfigProto(allow_soft_placement=True)). A graph Session made with an
-        explicit ConfigProto has one CPU device unless device_count says more,
-        so replica k's ops (placed on CPU:k) either fell back to CPU:0 (soft
-        placement: 8 "cores" ran as one device) or failed to place. TF 1.15's
-        TPUEstimator saw the TPU's cores in any config; here the emulator's
-        device layout is merged in, as the strategy's update_config_proto
-        does for TPUStrategy programs.
-        """
-        config = self._program_session_config
-        from tpu_compat.runtime import backend as backend_lib  # pylint: disable=import-outside-toplevel
-        from tpu_compat.pod import session as pod_lib  # pylint: disable=import-outside-toplevel
-        chosen = backend_lib.get_backend()
-        if not chosen.emulated or pod_lib.current_pod() is not None:
-            # A pod's devices live in its workers' servers, whose own config
-            # holds the layout; a real TPU needs nothing from the config.
-            return config
-        kind = chosen.kind.upper()
-        if config.device_count.get(kind, 0) >= len(chosen.devices):
-            return config
-        merged = tf.compat.v1.ConfigProto()
-        merged.CopyFrom(config)
-        merged.device_count[kind] = len(chosen.devices)
-        return merged
+        """The program's session config, seeing every emulated core (see _sessions)."""
+        return _sessions.with_emulated_devices(self._program_session_config)
 
     @_session_config.setter
     def _session_config(self, config):
@@ -194,18 +176,11 @@ class TPUEstimator(Estimator):
         return strategy
 
     def _session_master(self, mode):
-        from tpu_compat.runtime import backend as backend_lib  # pylint: disable=import-outside-toplevel
-        from tpu_compat.pod import session as pod_session  # pylint: disable=import-outside-toplevel
-        if backend_lib.get_backend().emulated:
-            # The emulated TPU is where the backend put it, whatever master the
-            # program named: in this process (a local session), or on an
-            # emulated pod, whose replica devices (/job:worker/task:h/...) only
-            # a session on worker 0's master service can place, as
-            # tpu_estimator.py ran every session on the RunConfig's master.
-            pod = pod_session.current_pod()
-            return pod.master if pod else ""
-        return (self._config.evaluation_master if mode == ModeKeys.EVAL
-                else self._config.master)
+        # tpu_estimator.py ran every session on the RunConfig's master; on the
+        # emulated TPU that is where the backend put it (see _sessions).
+        return _sessions.emulated_master(
+            default=self._config.evaluation_master if mode == ModeKeys.EVAL
+            else self._config.master)
 
     # -- the Estimator hooks ------------------------------------------------------
     def _create_global_step(self, graph, mode):

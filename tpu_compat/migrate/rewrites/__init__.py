@@ -17,6 +17,8 @@ from tpu_compat.migrate.rewrites import (add_keyword, rename_keyword, rename_met
                                          replace_call, replace_module, replace_symbol)
 # Issue 35's TPUStrategy-era kinds.
 from tpu_compat.migrate.rewrites import call_to_method, drop_import, graph_loop, tf2_strategy
+# The era's non-TensorFlow APIs (distutils' version classes).
+from tpu_compat.migrate.rewrites import version_compare
 from tpu_compat.migrate.rewrites._edit import Edit
 
 __all__ = ["Edit", "KINDS", "plan"]
@@ -26,7 +28,7 @@ KINDS = {module.KIND: module for module in (rename_method, add_keyword, replace_
                                              replace_symbol, rename_keyword,
                                              replace_module)}
 KINDS.update({module.KIND: module for module in (drop_import, tf2_strategy, call_to_method,
-                                                  graph_loop)})
+                                                  graph_loop, version_compare)})
 
 
 def plan(planner, finding):

@@ -1,0 +1,200 @@
+"""Issue 36: ``tpu-compat upgrade --estimator-to-tf2`` turns a TPUEstimator program
+into a TF 2 TPUStrategy program (the driver tpu_estimator_tf2.py written beside it).
+
+The rewrites and TODOs as (before, after) text, and one whole program written as
+TF 1.14/1.15 wrote it (tests/migrate_programs/tpu_estimator_mnist_legacy.py),
+upgraded, run strict on the emulated TPU and compared with its legacy run under
+``tpu-compat run``: losses, weights, eval metrics and global step, with 1 and 8
+replicas; and the migrated program continuing from the legacy program's
+model_dir gives the legacy program's numbers."""
+
+import math
+import os
+import re
+import shutil
+
+import pytest
+from conftest import check_ok, parse_numbers, run_cli
+
+from tpu_compat.migrate import report, upgrade
+from tpu_compat.migrate.estimator import to_tf2
+
+PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrate_programs")
+LEGACY = "tpu_estimator_mnist_legacy.py"
+V1 = "import tensorflow.compat.v1 as tf\n"
+
+
+REWRITES = [
+    (V1 + "e = tf.estimator.tpu.TPUEstimator(model_fn=f, config=tf.estimator.tpu.RunConfig(\n"
+          "    tpu_config=tf.estimator.tpu.TPUConfig(4, 8)))\n",
+     V1 + "import tpu_estimator_tf2\n"
+          "e = tpu_estimator_tf2.TPUStrategyEstimator(model_fn=f, "
+          "config=tpu_estimator_tf2.RunConfig(\n"
+          "    tpu_config=tpu_estimator_tf2.TPUConfig(4, 8)))\n"),
+    # TF 1.13's contrib spelling and TF 1.x's `import tensorflow as tf`
+    ("import tensorflow as tf\n"
+     "e = tf.contrib.tpu.TPUEstimator(model_fn=f)\n"
+     "o = tf.contrib.tpu.CrossShardOptimizer(o)\n"
+     "p = tf.contrib.tpu.InputPipelineConfig.PER_HOST_V2\n"
+     "train = m == tf.estimator.ModeKeys.TRAIN\n",
+     "import tensorflow as tf\nimport tpu_estimator_tf2\n"
+     "e = tpu_estimator_tf2.TPUStrategyEstimator(model_fn=f)\n"
+     "o = tpu_estimator_tf2.CrossReplicaOptimizer(o)\n"
+     "p = tpu_estimator_tf2.InputPipelineConfig.PER_HOST_V2\n"
+     "train = m == tpu_estimator_tf2.ModeKeys.TRAIN\n"),
+]
+
+
+@pytest.mark.parametrize("before,after", REWRITES, ids=["compat.v1", "contrib"])
+def test_rewrites(before, after):
+    migrated = to_tf2.migrate_text(before)
+    assert migrated.text == after
+    assert migrated.notes and not any(note.todo for note in migrated.notes)
+    assert to_tf2.migrate_text(after).notes == []    # a second run changes nothing
+
+
+TODOS = [
+    ("tf.estimator.tpu.TPUEstimatorSpec(mode, loss=l, host_call=(fn, [l]))", "TPC071",
+     "host_call is not migrated"),
+    ("tf.estimator.tpu.TPUEstimatorSpec(mode, loss=l, scaffold_fn=s)", "TPC071",
+     "scaffold_fn is not migrated"),
+    ("tf.estimator.tpu.TPUEstimatorSpec(mode, loss=l, training_hooks=[h])", "TPC071",
+     "SessionRunHooks"),
+    ("e.predict(input_fn=f)", "TPC070", "predict is not migrated"),
+    ("e.export_saved_model(d, f)", "TPC070", "export is not migrated"),
+    ("e.train(f, max_steps=3, hooks=[h])", "TPC086", "train(hooks=...)"),
+]
+
+
+@pytest.mark.parametrize("statement,rule,why", TODOS, ids=[t[2] for t in TODOS])
+def test_todos(statement, rule, why):
+    source = V1 + "e = tf.estimator.tpu.TPUEstimator(model_fn=f)\n\n\ndef g():\n    " + (
+        statement + "\n")
+    migrated = to_tf2.migrate_text(source)
+    todos = [note for note in migrated.notes if note.todo]
+    assert [note.rule for note in todos] == [rule] and why in todos[0].todo
+    # the TODO line sits above the statement, at its indentation
+    assert f"    # TODO(tpu_compat): {rule} {todos[0].todo}\n    " in migrated.text
+    assert to_tf2.migrate_text(migrated.text).text == migrated.text
+
+
+def test_custom_v1_optimizer_and_from_imports_get_todos():
+    source = (V1 + "from tensorflow.compat.v1.estimator.tpu import TPUEstimatorSpec\n"
+              "class AdamWeightDecay(tf.train.Optimizer):\n    pass\n"
+              "e = tf.estimator.tpu.TPUEstimator(model_fn=f)\n")
+    todos = [note.todo for note in to_tf2.migrate_text(source).notes if note.todo]
+    assert len(todos) == 2
+    assert "custom V1 optimizer AdamWeightDecay" in todos[1]
+    assert "`from tensorflow.compat.v1.estimator.tpu import ...` is not migrated" in todos[0]
+
+
+def test_a_program_without_tpu_estimator_is_left_alone():
+    source = V1 + "o = tf.tpu.CrossShardOptimizer(o)\nm = tf.estimator.ModeKeys.TRAIN\n"
+    assert to_tf2.migrate_text(source).notes == []
+    assert to_tf2.upgrade_bytes("x.py", source.encode()) is None
+    assert upgrade.upgrade_bytes("x.py", source.encode()).companions == {}
+
+
+def test_upgrade_outcomes_and_the_driver_beside_the_program():
+    path = os.path.join(PROGRAMS, LEGACY)
+    result = to_tf2.upgrade_file(path)
+    assert result.error is None and result.changed and report.legacy_free(result)
+    assert {o.finding.rule for o in result.outcomes} == {
+        "TPC070", "TPC071", "TPC072", "TPC073", "TPC078", "TPC043"}
+    driver = result.companions[to_tf2.DRIVER_MODULE + ".py"]
+    assert b"tpu_compat" not in driver.split(b'"""', 2)[2]   # only in its docstring
+    assert b"import tensorflow as tf" in driver
+    code = result.output.decode("utf-8").split('"""', 2)[2]   # after the docstring
+    assert "tf.estimator" not in code and "CrossShardOptimizer" not in code
+
+
+_LOSS = re.compile(r"\bloss = ([-+.\deE]+), step = (\d+)")
+
+
+def _losses(stderr):
+    """{step: loss} of the `loss = X, step = N` lines of a run (TPUEstimator's
+    LoggingTensorHook, the driver's log)."""
+    return {int(step): float(loss) for loss, step in _LOSS.findall(stderr)}
+
+
+def _run(program, model_dir, replicas, *flags, strict=False):
+    extra = ["--warnings", "error", "--strict", "on"] if strict else []
+    result = check_ok(run_cli("run", "--replicas", str(replicas), *extra, str(program),
+                              f"--model_dir={model_dir}", f"--num_shards={replicas}", *flags))
+    return parse_numbers(result.stdout), _losses(result.stderr), result.stderr
+
+
+def _assert_same(legacy, migrated):
+    numbers, losses, _ = legacy
+    migrated_numbers, migrated_losses, stderr = migrated
+    assert {"eval_accuracy", "eval_loss", "eval_mean_logit", "global_step",
+            "hidden/kernel_sum", "logits/bias_sum"} <= set(numbers)
+    assert set(numbers) == set(migrated_numbers)
+    for key, value in numbers.items():
+        assert math.isclose(value, migrated_numbers[key], rel_tol=1e-5, abs_tol=1e-6), (
+            key, value, migrated_numbers[key])
+    assert losses and set(losses) == set(migrated_losses)
+    for step, loss in losses.items():
+        assert math.isclose(loss, migrated_losses[step], rel_tol=1e-5), (step, losses,
+                                                                         migrated_losses)
+    assert f"Saving dict for global step {int(numbers['global_step'])}: accuracy = " in stderr
+
+
+@pytest.fixture(scope="module")
+def migrated_program(tmp_path_factory):
+    """The legacy program and its upgrade (`tpu-compat upgrade --estimator-to-tf2
+    --output`), which writes the driver beside the upgraded program."""
+    root = tmp_path_factory.mktemp("estimator_tf2")
+    legacy = root / "legacy" / LEGACY
+    legacy.parent.mkdir()
+    shutil.copy(os.path.join(PROGRAMS, LEGACY), legacy)
+    out = root / "migrated"
+    result = run_cli("upgrade", "--estimator-to-tf2", str(legacy), "--output", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "(8 rewrites, 0 TODOs)" in result.stderr
+    assert (out / "tpu_estimator_tf2.py").is_file()
+    return root, legacy, out / LEGACY
+
+
+@pytest.mark.requires_tf
+@pytest.mark.slow
+def test_one_replica_sgd_gives_the_legacy_numbers(migrated_program):
+    root, legacy, migrated = migrated_program
+    flags = ("--optimizer=sgd",)
+    _assert_same(_run(legacy, root / "l1", 1, *flags),
+                 _run(migrated, root / "m1", 1, *flags, strict=True))
+
+
+@pytest.mark.requires_tf
+def test_eight_replicas_momentum_and_a_restored_legacy_model_dir(migrated_program):
+    """8 replicas with MomentumOptimizer: the same numbers; then the migrated program
+    continues from the legacy program's model_dir (checkpoint at step 10, slots
+    and global_step by their TF 1 names) to step 14 exactly as the legacy one does,
+    and writes model.ckpt-14 that TF 2 reads."""
+    root, legacy, migrated = migrated_program
+    _assert_same(_run(legacy, root / "l8", 8), _run(migrated, root / "m8", 8, strict=True))
+    shutil.copytree(root / "l8", root / "r8")
+    resumed = _run(migrated, root / "r8", 8, "--train_steps=14", strict=True)
+    assert "Restoring parameters from " in resumed[2] and "model.ckpt-10" in resumed[2]
+    _assert_same(_run(legacy, root / "l8", 8, "--train_steps=14"), resumed)
+    assert set(resumed[1]) == {14}            # one loop of 4 steps after step 10
+
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    written = tf.train.latest_checkpoint(str(root / "r8"))
+    assert written.endswith("model.ckpt-14")
+    names = dict(tf.train.list_variables(written))
+    assert names == dict(tf.train.list_variables(str(root / "l8")))
+    assert tf.train.load_checkpoint(written).get_tensor("global_step") == 14
+
+
+@pytest.mark.requires_tf
+def test_the_driver_refuses_what_it_does_not_migrate_by_name():
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    for argument in ("host_call", "training_hooks"):
+        with pytest.raises(NotImplementedError, match=f"TPUEstimatorSpec.{argument}"):
+            estimator_tf2.TPUEstimatorSpec("train", loss=1.0, **{argument: [object()]})
+    estimator = estimator_tf2.TPUStrategyEstimator(lambda features: None, model_dir="d")
+    with pytest.raises(NotImplementedError, match="TPUEstimator.predict"):
+        estimator.predict(input_fn=None)
+    with pytest.raises(NotImplementedError, match="TPUEstimator.export_saved_model"):
+        estimator.export_saved_model("out", None)

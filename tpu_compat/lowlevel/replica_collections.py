@@ -1,0 +1,88 @@
+"""Each emulated replica reads its own losses and update ops from the graph's collections.
+
+On a TPU the replicated computation was built once: TF 1.15's
+``tpu.replicate`` traced ``computation`` (TPUEstimator's ``model_fn``) a
+single time and XLA ran that program on every core (TF r1.15
+tensorflow/python/tpu/tpu.py, ``split_compile_and_replicate``: one call of
+``computation`` inside one ``TPUReplicateContext``). So the losses a model_fn
+added to ``GraphKeys.LOSSES`` (every ``tf.losses.*`` function does,
+``tf.losses.add_loss`` too) and the update ops its batch norms added to
+``GraphKeys.UPDATE_OPS`` were one replica's, and ``tf.losses.get_total_loss()``
+was that replica's loss.
+
+The emulated TPU builds every replica into one graph, one thread after
+another (MirroredStrategy's ``call_for_each_replica``). Without this, replica
+k's ``tf.losses.get_total_loss()`` summed the losses of replicas 0..k (SimCLR's
+TF 1 ``model_fn`` does exactly that): each replica then differentiated the
+other replicas' graphs too, its gradient was wrong, and replica k's train op
+waited on the earlier replicas' update ops. Here an entry a replica adds to
+one of :data:`PER_REPLICA` is recorded as that replica's, and a replica
+reading that collection does not see the other replicas' entries; entries
+added outside the replicas (before or after them) are seen by everyone, and
+outside an emulated replica nothing changes.
+"""
+
+import functools
+import threading
+import weakref
+
+from tpu_compat._tf_internals import ops
+
+__all__ = ["PER_REPLICA", "patch_collections"]
+
+# The collections a model_fn fills per call. Not the variables' collections:
+# replica 0 creates the variables and the other replicas reuse them.
+PER_REPLICA = (ops.GraphKeys.LOSSES, ops.GraphKeys.UPDATE_OPS)
+
+# Per graph: {collection name: {id(entry): replica that added it}}. The
+# collection holds each entry, so its id is not reused while it is recorded.
+_owners = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def _current_replica():
+    """This thread's emulated replica id, or None outside an emulated replica."""
+    from tpu_compat.lowlevel import cross_replica  # pylint: disable=import-outside-toplevel
+    from tpu_compat._tf_internals import distribute_lib  # pylint: disable=import-outside-toplevel
+    if not distribute_lib.has_strategy():
+        return None
+    context = cross_replica.emulated_replica_context()
+    if context is None:
+        return None
+    replica = cross_replica._replica_number(context)  # pylint: disable=protected-access
+    return None if replica < 0 else replica
+
+
+def _recording_add(original):
+    @functools.wraps(original)
+    def add_to_collection(self, name, value):
+        original(self, name, value)
+        if name in PER_REPLICA:
+            replica = _current_replica()
+            if replica is not None:
+                with _lock:
+                    _owners.setdefault(self, {}).setdefault(name, {})[id(value)] = replica
+    return add_to_collection
+
+
+def _filtering_get(original):
+    @functools.wraps(original)
+    def get_collection(self, name, scope=None):
+        entries = original(self, name, scope)
+        if name not in PER_REPLICA:
+            return entries
+        owners = _owners.get(self, {}).get(name)
+        if not owners:
+            return entries
+        replica = _current_replica()
+        if replica is None:
+            return entries
+        return [e for e in entries if owners.get(id(e), replica) == replica]
+    return get_collection
+
+
+def patch_collections(changes):
+    """Graph.add_to_collection records, Graph.get_collection filters (undone by uninstall)."""
+    graph = ops.Graph
+    changes.replace(graph, "add_to_collection", _recording_add(graph.add_to_collection))
+    changes.replace(graph, "get_collection", _filtering_get(graph.get_collection))

@@ -1,0 +1,619 @@
+"""A TPUEstimator program's driver in TF 2: ``tf.distribute.TPUStrategy`` and ``tf.function``.
+
+``tpu-compat upgrade --estimator-to-tf2`` writes this file next to the program it
+migrates and points the program's ``TPUEstimator``, ``RunConfig``, ``TPUConfig``,
+``TPUEstimatorSpec`` and ``ModeKeys`` here; the program's ``model_fn`` and
+``input_fn`` stay as they were. It imports neither tf.estimator nor tpu_compat:
+only TensorFlow 2 and TensorFlow's own tool for TF1-style model code,
+``track_tf1_style_variables`` (from tf_keras, as TF 2.21 ships it).
+
+What each part of TPUEstimator becomes (tensorflow_estimator r1.15's
+tpu_estimator.py and tpu_context.py are the behaviour kept):
+
+* the TPU: ``TPUStrategy`` from the program's ``RunConfig(cluster=resolver)``;
+  ``use_tpu=False`` runs on the default strategy (one device), as the CPU did.
+* ``input_fn``: called through ``strategy.distribute_datasets_from_function`` with
+  ``params['batch_size']`` as TPUEstimator gave it: global // replicas
+  (PER_HOST_V2, per-shard), or the host's whole batch (PER_HOST_V1, the default of
+  ``per_host_input_for_training=True``) split in order across the replicas.
+* ``model_fn``: called inside ``strategy.run`` in a ``tf.function`` that runs
+  ``iterations_per_loop`` steps; its ``tf.compat.v1.get_variable`` and
+  ``tf.compat.v1.layers`` variables are kept by name across calls (TF 1 graph
+  names, so ``model_dir`` checkpoints of the TPUEstimator program restore), its
+  ``tf.compat.v1.train`` optimizer runs as TF 2's distribution code runs V1
+  optimizers (gradients summed across replicas); ``CrossReplicaOptimizer`` is
+  ``CrossShardOptimizer``'s mean (or sum).
+* ``eval_metrics``: ``metric_fn`` on the host on the replicas' tensors
+  concatenated, as TPUEstimator's outfeed gave them; ``evaluate`` logs
+  ``Saving dict for global step N: ...`` and returns the dict.
+* checkpoints: ``model.ckpt-N`` in ``model_dir`` with the TF 1 variable names.
+"""
+
+import contextlib
+import inspect
+import os
+import sys
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+__all__ = ["CrossReplicaOptimizer", "InputPipelineConfig", "ModeKeys", "RunConfig",
+           "TPUConfig", "TPUEstimatorSpec", "TPUStrategyEstimator"]
+
+
+def _track_tf1_style_variables():
+    """TensorFlow's decorator for TF1-style model code in TF 2 (tf_keras's one
+    when ``tf.compat.v1.keras`` is Keras 3, which dropped it)."""
+    utils = getattr(getattr(tf.compat.v1, "keras", None), "utils", None)
+    if utils is not None and hasattr(utils, "track_tf1_style_variables"):
+        return utils.track_tf1_style_variables
+    from tf_keras.api._v1.keras import utils as tf_keras_v1_utils  # pylint: disable=import-outside-toplevel
+    return tf_keras_v1_utils.track_tf1_style_variables
+
+
+class ModeKeys:
+    TRAIN = "train"
+    EVAL = "eval"
+    PREDICT = "infer"
+
+
+class InputPipelineConfig:
+    """TPUConfig.per_host_input_for_training's values (TF 1.15's numbers)."""
+    PER_SHARD_V1 = 1
+    PER_HOST_V1 = 2
+    PER_HOST_V2 = 3
+    BROADCAST = 4
+
+
+def _refuse(what, value, why):
+    raise NotImplementedError(f"{what}={value!r} is not migrated: {why}")
+
+
+class TPUConfig:
+    def __init__(self, iterations_per_loop=2, num_shards=None, num_cores_per_replica=None,
+                 per_host_input_for_training=True, tpu_job_name=None,
+                 initial_infeed_sleep_secs=None, input_partition_dims=None,
+                 eval_training_input_configuration=None,
+                 experimental_host_call_every_n_steps=1):
+        if num_cores_per_replica not in (None, 1):
+            _refuse("TPUConfig.num_cores_per_replica", num_cores_per_replica,
+                    "model parallelism needs a DeviceAssignment and tf.tpu.XLAOptions")
+        if input_partition_dims is not None:
+            _refuse("TPUConfig.input_partition_dims", input_partition_dims,
+                    "spatial partitioning needs experimental_split_to_logical_devices")
+        if per_host_input_for_training is True:
+            per_host_input_for_training = InputPipelineConfig.PER_HOST_V1
+        elif per_host_input_for_training is False:
+            per_host_input_for_training = InputPipelineConfig.PER_SHARD_V1
+        if per_host_input_for_training == InputPipelineConfig.BROADCAST:
+            _refuse("TPUConfig.per_host_input_for_training", "BROADCAST",
+                    "every replica would need the same batch (strategy.run with the batch "
+                    "as a plain tensor)")
+        self.iterations_per_loop = iterations_per_loop
+        self.num_shards = num_shards
+        self.per_host_input_for_training = per_host_input_for_training
+
+
+class RunConfig:
+    """The RunConfig fields that change what a run computes or writes; the
+    session, summary and logging ones are accepted and change nothing here."""
+
+    def __init__(self, tpu_config=None, cluster=None, model_dir=None, master=None,
+                 tf_random_seed=None, save_checkpoints_steps=None, keep_checkpoint_max=5,
+                 save_checkpoints_secs=None, session_config=None, save_summary_steps=None,
+                 log_step_count_steps=None, evaluation_master=None,
+                 keep_checkpoint_every_n_hours=None, **unknown):
+        if unknown:
+            raise TypeError(f"RunConfig got arguments this migration does not know: "
+                            f"{sorted(unknown)}")
+        self.tpu_config = tpu_config or TPUConfig()
+        self.cluster = cluster
+        self.master = master
+        self.model_dir = model_dir
+        self.tf_random_seed = tf_random_seed
+        self.save_checkpoints_steps = save_checkpoints_steps
+        self.keep_checkpoint_max = keep_checkpoint_max
+        self.log_step_count_steps = 100 if log_step_count_steps is None else log_step_count_steps
+        if save_checkpoints_secs is not None and save_checkpoints_steps is None:
+            _refuse("RunConfig.save_checkpoints_secs", save_checkpoints_secs,
+                    "the migrated loop saves by steps (save_checkpoints_steps) and at the end")
+        del session_config, save_summary_steps
+        del evaluation_master, keep_checkpoint_every_n_hours
+
+
+class TPUEstimatorSpec:
+    def __init__(self, mode, predictions=None, loss=None, train_op=None, eval_metrics=None,
+                 export_outputs=None, scaffold_fn=None, host_call=None, training_hooks=None,
+                 evaluation_hooks=None, prediction_hooks=None):
+        for name, value in (("host_call", host_call), ("training_hooks", training_hooks),
+                            ("evaluation_hooks", evaluation_hooks),
+                            ("prediction_hooks", prediction_hooks)):
+            if value:
+                _refuse(f"TPUEstimatorSpec.{name}", type(value).__name__,
+                        "session hooks and outfeed host calls have no tf.function form "
+                        "here yet (write tf.summary calls in the training loop)")
+        self.mode, self.predictions, self.loss, self.train_op = mode, predictions, loss, train_op
+        self.eval_metrics, self.export_outputs, self.scaffold_fn = (
+            eval_metrics, export_outputs, scaffold_fn)
+
+
+class CrossReplicaOptimizer(tf.compat.v1.train.Optimizer):
+    """``CrossShardOptimizer`` under a tf.distribute strategy: the replicas' gradients
+    averaged (``reduction`` MEAN, its default) or summed, then ``optimizer``'s update.
+
+    TF 2's V1-optimizer code all-reduces gradients with SUM in ``apply_gradients``
+    and scales the loss only for tf.estimator; so the mean is the loss scaled by
+    1/replicas here, as tpu_optimizer.py (TF 1.15) scaled it.
+    """
+
+    def __init__(self, optimizer, reduction=tf.compat.v1.losses.Reduction.MEAN,
+                 name="CrossShardOptimizer", group_assignment=None):
+        if group_assignment is not None:
+            _refuse("CrossShardOptimizer.group_assignment", group_assignment,
+                    "sub-groups of replicas need tf.distribute's all-reduce by groups")
+        if reduction not in (tf.compat.v1.losses.Reduction.MEAN,
+                             tf.compat.v1.losses.Reduction.SUM):
+            raise ValueError(f"CrossShardOptimizer reduction={reduction!r}: expected "
+                             f"Reduction.MEAN or Reduction.SUM")
+        super().__init__(use_locking=False, name=name)
+        self._optimizer, self._reduction = optimizer, reduction
+
+    def compute_gradients(self, loss, var_list=None, **kwargs):
+        replicas = tf.distribute.get_replica_context().num_replicas_in_sync
+        if self._reduction == tf.compat.v1.losses.Reduction.MEAN and replicas > 1:
+            scale = 1.0 / replicas
+            loss = (lambda: loss() * scale) if callable(loss) else loss * scale
+        return self._optimizer.compute_gradients(loss, var_list=var_list, **kwargs)
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        return self._optimizer.apply_gradients(grads_and_vars, global_step, name)
+
+    def get_slot(self, *args, **kwargs):
+        return self._optimizer.get_slot(*args, **kwargs)
+
+    def get_slot_names(self, *args, **kwargs):
+        return self._optimizer.get_slot_names(*args, **kwargs)
+
+    def variables(self):
+        return self._optimizer.variables()
+
+
+def _variable_scope_store():
+    # TF's variable-scope module (not public), reached through its public function.
+    module = sys.modules[tf.compat.v1.get_variable_scope.__module__]
+    return module.get_variable_scope_store()
+
+
+class _TF1Variables(tf.Module):
+    """The variables ``model_fn`` (or ``metric_fn``) creates, kept across calls as one
+    TF 1 graph kept them: ``get_variable`` and layers by name (the decorator), other
+    creations (an optimizer's ``beta1_power``, a metric's ``total``) by their name and
+    order within one call. The trainable ones, in creation order, are what
+    ``tf.compat.v1.trainable_variables()`` answers while ``model_fn`` runs, so
+    ``optimizer.minimize(loss)`` finds them as it found the graph's."""
+
+    def __init__(self, name, global_step=None):
+        super().__init__(name=name)
+        self.global_step = global_step
+        self.in_order = []          # every variable, in creation order
+        self._by_name = {}          # (name, n-th creation of that name in one call)
+        self._outside = []          # created in init_scope (optimizer slots), recorded
+
+    @contextlib.contextmanager
+    def recording(self):
+        """Keeps the variables created outside ``model_fn``'s own graph while the
+        first step is traced: an optimizer's slots (``hidden/kernel/Momentum``) and
+        accumulators, made in ``init_scope`` where ``__call__``'s scope is not."""
+        distributed = tf.distribute.has_strategy()
+
+        def record(next_creator, **kwargs):
+            variable = next_creator(**kwargs)
+            # Under a strategy this creator also sees each replica's copy; the
+            # strategy's variable (all copies) is the one kept.
+            if not distributed or isinstance(variable, tf.distribute.DistributedValues):
+                self._outside.append(variable)
+            return variable
+
+        with tf.variable_creator_scope(record):
+            yield
+
+    def all_variables(self):
+        """global_step, model_fn's variables, then the others recorded, one per name."""
+        found, names = [], set()
+        for variable in ([self.global_step] if self.global_step is not None else []) + (
+                self.in_order + self._outside):
+            name = variable.name.split(":")[0]
+            if name not in names:
+                names.add(name)
+                found.append(variable)
+        return found
+
+    @tf.autograph.experimental.do_not_convert
+    @_track_tf1_style_variables()
+    def __call__(self, function, *args):
+        # Each call is a fresh TF 1 graph for model_fn: `tf.layers.Dense(name="hidden")`
+        # opens scope `hidden` again, not `hidden_1` (the scope counts live in the
+        # outer graph's collections, which every tf.function graph shares).
+        _variable_scope_store().close_variable_subscopes(None)
+        seen = {}
+
+        def keep_once(next_creator, **kwargs):
+            name = kwargs.get("name") or "Variable"
+            key = (str(name), seen.get(name, 0))
+            seen[name] = key[1] + 1
+            if key in self._by_name:
+                return self._by_name[key]
+            variable = next_creator(**kwargs)
+            self._by_name[key] = variable
+            self.in_order.append(variable)
+            if variable.trainable:
+                trainable.append(variable)
+            return variable
+
+        trainable = tf.compat.v1.get_collection_ref(tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES)
+        steps = tf.compat.v1.get_collection_ref(tf.compat.v1.GraphKeys.GLOBAL_STEP)
+        saved = list(trainable), list(steps)
+        trainable[:] = [v for v in self.in_order if v.trainable]
+        steps[:] = [self.global_step] if self.global_step is not None else []
+        try:
+            with tf.variable_creator_scope(keep_once):
+                return function(*args)
+        finally:
+            trainable[:], steps[:] = saved
+
+
+_STRATEGIES = {}
+
+
+def _strategy_for(config, use_tpu):
+    if not use_tpu:
+        return tf.distribute.get_strategy()
+    resolver = config.cluster or tf.distribute.cluster_resolver.TPUClusterResolver(
+        config.master or "")
+    if id(resolver) not in _STRATEGIES:   # the TPU system is initialized once
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        _STRATEGIES[id(resolver)] = (resolver, tf.distribute.TPUStrategy(resolver))
+    return _STRATEGIES[id(resolver)][1]
+
+
+def _checkpoint_name(variable):
+    return variable.name.split(":")[0]
+
+
+def _features_and_labels(batch):
+    if isinstance(batch, tuple) and len(batch) == 2:
+        return batch
+    return batch, None
+
+
+
+def _replica_batches(input_fn, params, pipeline, replicas, global_batch):
+    """The dataset function for ``distribute_datasets_from_function``: per replica
+    batches in the order TPUEstimator fed the replicas (replica i gets the i-th)."""
+    per_replica = global_batch // replicas
+
+    def dataset_fn(context):
+        del context  # one host: the function is called once
+        if pipeline == InputPipelineConfig.PER_HOST_V2:
+            return input_fn(dict(params, batch_size=per_replica))
+        if pipeline == InputPipelineConfig.PER_SHARD_V1:
+            # TF 1.15 called input_fn once per shard, each with the shard's batch;
+            # the shards' datasets are taken in turn, one batch each.
+            datasets = [input_fn(dict(params, batch_size=per_replica)) for _ in range(replicas)]
+            if replicas == 1:
+                return datasets[0]
+            return tf.data.Dataset.choose_from_datasets(
+                datasets, tf.data.Dataset.range(replicas).repeat())
+        # PER_HOST_V1: the host's whole batch, split in order along the batch axis.
+        dataset = input_fn(dict(params, batch_size=global_batch))
+        return dataset.rebatch(per_replica) if replicas > 1 else dataset
+
+    return dataset_fn
+
+
+class TPUStrategyEstimator:
+    """TPUEstimator's interface (``train``, ``evaluate``, ``predict``,
+    ``get_variable_names``, ``get_variable_value``, ``latest_checkpoint``) over
+    ``tf.distribute.TPUStrategy`` in eager TF 2."""
+
+    def __init__(self, model_fn, model_dir=None, config=None, params=None, use_tpu=True,
+                 train_batch_size=None, eval_batch_size=None, predict_batch_size=None,
+                 batch_axis=None, eval_on_tpu=True, export_to_tpu=True,
+                 export_to_cpu=True, warm_start_from=None, embedding_config_spec=None,
+                 export_saved_model_api_version=None):
+        del export_to_tpu, export_to_cpu, export_saved_model_api_version
+        if batch_axis is not None:
+            _refuse("TPUEstimator.batch_axis", batch_axis,
+                    "inputs are split along axis 0 by distribute_datasets_from_function")
+        if warm_start_from is not None:
+            _refuse("TPUEstimator.warm_start_from", warm_start_from,
+                    "restore the pretrained variables with tf.train.Checkpoint or "
+                    "tf.compat.v1.train.init_from_checkpoint before training")
+        if embedding_config_spec is not None:
+            _refuse("TPUEstimator.embedding_config_spec", "EmbeddingConfigSpec",
+                    "TPU embeddings need tf.tpu.experimental.embedding.TPUEmbedding")
+        params = dict(params or {})
+        for reserved in ("batch_size", "context"):
+            if reserved in params:
+                raise ValueError(f"TPUEstimator: params must not contain {reserved!r} "
+                                 f"(TPUEstimator sets it)")
+        self.config = config or RunConfig()
+        self.model_dir = model_dir or self.config.model_dir
+        if not self.model_dir:
+            raise ValueError("TPUEstimator: model_dir is needed (RunConfig(model_dir=...) "
+                             "or model_dir=...): checkpoints and eval results go there")
+        self._model_fn, self._params = model_fn, params
+        self._use_tpu = use_tpu
+        self._eval_on_tpu = eval_on_tpu
+        self._batch_sizes = {ModeKeys.TRAIN: train_batch_size,
+                             ModeKeys.EVAL: eval_batch_size,
+                             ModeKeys.PREDICT: predict_batch_size}
+        self._strategy = None
+        self._state = None
+
+    # -- the strategy, the variables, the checkpoint -----------------------------
+
+    @property
+    def strategy(self):
+        if self._strategy is None:
+            self._strategy = _strategy_for(self.config, self._use_tpu)
+        return self._strategy
+
+    def _replicas(self, mode):
+        if mode == ModeKeys.EVAL and not self._eval_on_tpu:
+            return 1
+        return self.strategy.num_replicas_in_sync
+
+    def _state_for_run(self):
+        """The model's variables (global_step first) and their checkpoint, created
+        once; every mode's model_fn call reuses them by name."""
+        if self._state is None:
+            with self.strategy.scope():
+                global_step = tf.Variable(
+                    0, dtype=tf.int64, trainable=False, name="global_step",
+                    aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+            self._state = _TF1Variables("model", global_step)
+        return self._state
+
+    def _saver(self):
+        """A name-based ``tf.compat.v1.train.Saver``: the TF 1 names (``hidden/kernel``,
+        ``global_step``) the TPUEstimator program wrote, so either program reads the
+        other's ``model_dir``. It saves replica 0's copy of each variable (all copies
+        are equal, as on a TPU); ``_restore`` assigns every copy."""
+        variables = {_checkpoint_name(v): self.strategy.experimental_local_results(v)[0]
+                     for v in self._state.all_variables()}
+        return tf.compat.v1.train.Saver(var_list=variables, sharded=False,
+                                        max_to_keep=self.config.keep_checkpoint_max,
+                                        save_relative_paths=True)
+
+    def latest_checkpoint(self):
+        return tf.train.latest_checkpoint(self.model_dir)
+
+    def get_variable_names(self):
+        return [name for name, _ in tf.train.list_variables(self.latest_checkpoint())]
+
+    def get_variable_value(self, name):
+        return tf.train.load_checkpoint(self.latest_checkpoint()).get_tensor(name)
+
+    # -- one replica's step ----------------------------------------------------
+
+    def _call_model_fn(self, features, labels, mode, replicas):
+        params = dict(self._params, batch_size=self._batch_sizes[mode] // replicas,
+                      use_tpu=self._use_tpu)
+        arguments = inspect.signature(self._model_fn).parameters
+        kwargs = {}
+        if "mode" in arguments:
+            kwargs["mode"] = mode
+        if "params" in arguments:
+            kwargs["params"] = params
+        if "config" in arguments:
+            kwargs["config"] = self.config
+        if "labels" in arguments:
+            kwargs["labels"] = labels
+        spec = self._model_fn(features=features, **kwargs)
+        if not isinstance(spec, TPUEstimatorSpec):
+            raise TypeError(f"model_fn must return a TPUEstimatorSpec in mode {mode!r}, "
+                            f"given: {type(spec).__name__}")
+        if spec.scaffold_fn is not None:
+            _refuse("TPUEstimatorSpec.scaffold_fn", getattr(spec.scaffold_fn, "__name__", "fn"),
+                    "its Scaffold (init_from_checkpoint, a custom Saver) runs in a "
+                    "session; restore with tf.train.Checkpoint before training instead")
+        return spec
+
+    def _dataset(self, input_fn, mode, replicas):
+        global_batch = self._batch_sizes[mode]
+        if global_batch is None or global_batch % replicas:
+            raise ValueError(f"TPUEstimator: {mode}_batch_size={global_batch!r} must be a "
+                             f"multiple of the number of replicas ({replicas})")
+        pipeline = self.config.tpu_config.per_host_input_for_training
+        if mode != ModeKeys.TRAIN:
+            pipeline = InputPipelineConfig.PER_HOST_V1 if pipeline in (
+                InputPipelineConfig.PER_HOST_V1, InputPipelineConfig.PER_SHARD_V1) else pipeline
+        params = dict(self._params, use_tpu=self._use_tpu)
+        dataset_fn = _replica_batches(input_fn, params, pipeline, replicas, global_batch)
+        if replicas == 1 and mode == ModeKeys.EVAL and not self._eval_on_tpu:
+            return dataset_fn(None)
+        return self.strategy.distribute_datasets_from_function(dataset_fn)
+
+    # -- train -------------------------------------------------------------------
+
+    def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
+        if hooks or saving_listeners:
+            _refuse("TPUEstimator.train hooks", hooks or saving_listeners,
+                    "SessionRunHooks run around Session.run calls, which TF 2 does not make")
+        if (steps is None) == (max_steps is None):
+            raise ValueError("TPUEstimator.train needs exactly one of steps and max_steps")
+        strategy, replicas = self.strategy, self._replicas(ModeKeys.TRAIN)
+        state = self._state_for_run()
+        iterator = iter(self._dataset(input_fn, ModeKeys.TRAIN, replicas))
+
+        def replica_step(batch):
+            features, labels = _features_and_labels(batch)
+            spec = state(self._call_model_fn, features, labels, ModeKeys.TRAIN, replicas)
+            with tf.control_dependencies([spec.train_op]):
+                return tf.identity(tf.cast(spec.loss, tf.float32))
+
+        build = tf.function(lambda batch: strategy.run(replica_step, args=(batch,)))
+        with strategy.scope(), state.recording():   # creates the variables, runs nothing
+            build.get_concrete_function(iterator.element_spec)
+        saver = self._saver()
+        self._restore()
+
+        @tf.function
+        def loop(iterator, iterations):
+            loss = tf.constant(0.0)
+            for _ in tf.range(iterations):
+                per_replica = strategy.run(replica_step, args=(next(iterator),))
+                # TPUEstimator reported replica 0's loss of the loop's last step.
+                loss = strategy.experimental_local_results(per_replica)[0]
+            return loss
+
+        step = int(state.global_step.numpy())
+        last = max_steps if max_steps is not None else step + steps
+        per_loop = self.config.tpu_config.iterations_per_loop
+        log_every = self.config.log_step_count_steps
+        log_loops = -(-log_every // per_loop) if log_every else 0
+        save_every = self.config.save_checkpoints_steps
+        saved_at = step
+        loops = 0
+        while step < last:
+            iterations = min(per_loop, last - step)
+            loss = loop(iterator, tf.constant(iterations))
+            step = int(state.global_step.numpy())
+            if log_loops and loops % log_loops == 0:
+                logging.info("loss = %s, step = %d", loss.numpy(), step)
+            loops += 1
+            if save_every and step - saved_at >= save_every:
+                self._save(saver, step)
+                saved_at = step
+        if saved_at != step:
+            self._save(saver, step)
+        logging.info("Loss for final step: %s.", loss.numpy())
+        return self
+
+    def _restore(self, path=None):
+        """Restores ``path`` (default: the latest checkpoint in model_dir) by name,
+        every replica's copy; a variable the checkpoint lacks is a clear error."""
+        path = path or self.latest_checkpoint()
+        if not path:
+            return
+        reader = tf.train.load_checkpoint(path)
+        saved = reader.get_variable_to_shape_map()
+        variables = self._state.all_variables()
+        missing = [_checkpoint_name(v) for v in variables if _checkpoint_name(v) not in saved]
+        if missing:
+            raise ValueError(f"checkpoint {path!r} does not hold the variables {missing} "
+                             f"that this model_fn creates (it holds {sorted(saved)})")
+        for variable in variables:
+            variable.assign(reader.get_tensor(_checkpoint_name(variable)))
+        logging.info("Restoring parameters from %s", path)
+
+    def _save(self, saver, step):
+        os.makedirs(self.model_dir, exist_ok=True)
+        prefix = os.path.join(self.model_dir, "model.ckpt")
+        path = saver.save(None, prefix, global_step=step)
+        logging.info("Saving checkpoints for %d into %s.", step, path)
+
+    def predict(self, input_fn, *args, **kwargs):
+        del input_fn, args, kwargs
+        _refuse("TPUEstimator.predict", "predict", "not migrated: run the model_fn's "
+                "predictions in strategy.run inside a tf.function by hand")
+
+    def export_saved_model(self, export_dir_base, *args, **kwargs):
+        del args, kwargs
+        _refuse("TPUEstimator.export_saved_model", export_dir_base,
+                "not migrated: write a SavedModel with tf.saved_model.save")
+
+    export_savedmodel = export_saved_model
+
+    # -- evaluate ----------------------------------------------------------------
+
+    def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
+        if hooks:
+            _refuse("TPUEstimator.evaluate hooks", hooks,
+                    "SessionRunHooks run around Session.run calls, which TF 2 does not make")
+        if steps is None:
+            raise ValueError("TPUEstimator.evaluate on the TPU needs steps (as in TF 1.15)")
+        strategy, replicas = self.strategy, self._replicas(ModeKeys.EVAL)
+        state = self._state_for_run()
+        iterator = iter(self._dataset(input_fn, ModeKeys.EVAL, replicas))
+        metric_fns = []
+
+        def replica_step(batch):
+            features, labels = _features_and_labels(batch)
+            spec = state(self._call_model_fn, features, labels, ModeKeys.EVAL, replicas)
+            if not metric_fns:
+                metric_fns.append(spec.eval_metrics)
+            tensors = _metric_tensors(spec.eval_metrics)
+            return tf.cast(spec.loss, tf.float32), tensors
+
+        @tf.function
+        def step(iterator):
+            loss, tensors = strategy.run(replica_step, args=(next(iterator),))
+            local = strategy.experimental_local_results
+            # TPUEstimator's outfeed: each tensor of all replicas, concatenated in
+            # replica order along the batch axis, for metric_fn on the host.
+            return local(loss)[0], tf.nest.map_structure(
+                lambda t: tf.concat(local(t), axis=0), tensors)
+
+        with strategy.scope(), state.recording():   # creates the variables, runs nothing
+            step.get_concrete_function(iterator)
+        self._restore(checkpoint_path)
+        total_loss, metrics = 0.0, None
+        for _ in range(steps):
+            loss, tensors = step(iterator)
+            total_loss += float(loss)
+            if metric_fns[0] is not None:
+                if metrics is None:
+                    metrics = _HostMetrics(metric_fns[0][0], tensors)
+                metrics.update(tensors)
+        results = metrics.values() if metrics is not None else {}
+        results["loss"] = np.float32(total_loss / steps)
+        results["global_step"] = np.int64(state.global_step.numpy())
+        logging.info("Saving dict for global step %d: %s", results["global_step"],
+                     ", ".join(f"{key} = {str(value)}" for key, value in sorted(results.items())))
+        return results
+
+
+def _metric_tensors(eval_metrics):
+    if eval_metrics is None:
+        return ()
+    _, tensors = eval_metrics
+    return dict(tensors) if isinstance(tensors, dict) else tuple(tensors)
+
+
+class _HostMetrics:
+    """``metric_fn`` as TPUEstimator ran it on the host: one TF 1 graph (a
+    ``wrap_function``) whose update ops run once per step on that step's
+    tensors and whose values are read once at the end."""
+
+    def __init__(self, metric_fn, example):
+        specs = tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype), example)
+        built = {}
+
+        def graph(*flat):
+            tensors = tf.nest.pack_sequence_as(specs, list(flat))
+            result = (metric_fn(**tensors) if isinstance(tensors, dict)
+                      else metric_fn(*tensors))
+            if not isinstance(result, dict):
+                raise TypeError(f"eval_metrics: metric_fn must return a dict of "
+                                f"(value, update_op) pairs, given: {type(result).__name__}")
+            built["names"] = sorted(result)
+            return [result[name][0] for name in built["names"]], [
+                result[name][1] for name in built["names"]]
+
+        flat_specs = tf.nest.flatten(specs)
+        wrapped = tf.compat.v1.wrap_function(graph, flat_specs)
+        inputs = wrapped.inputs[:len(flat_specs)]
+        values, updates = wrapped.structured_outputs
+        self._names = built["names"]
+        self._update = wrapped.prune(inputs, updates)
+        self._values = wrapped.prune([], values)
+
+    def update(self, tensors):
+        self._update(*tf.nest.flatten(tensors))
+
+    def values(self):
+        return {name: value.numpy() for name, value in zip(self._names, self._values())}

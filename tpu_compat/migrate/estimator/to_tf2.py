@@ -1,0 +1,296 @@
+"""``tpu-compat upgrade --estimator-to-tf2``: a TPUEstimator program's names
+pointed at the TF 2 driver written beside it (``tpu_estimator_tf2.py``, the
+source of :mod:`tpu_compat.migrate.estimator.estimator_tf2`).
+
+``model_fn`` and ``input_fn`` stay as written; only the estimator's own names
+change, each to the driver's class with the same interface:
+
+======================================================  ==============================
+the program's name (``tf`` any alias of tensorflow,      becomes
+tensorflow.compat.v1 or tf.contrib)
+======================================================  ==============================
+``tf.estimator.tpu.TPUEstimator``                        ``tpu_estimator_tf2.TPUStrategyEstimator``
+``tf.estimator.tpu.{TPUEstimatorSpec, RunConfig,         ``tpu_estimator_tf2.<same name>``
+TPUConfig, InputPipelineConfig}``, ``tf.estimator.ModeKeys``
+``tf.tpu.CrossShardOptimizer``                           ``tpu_estimator_tf2.CrossReplicaOptimizer``
+======================================================  ==============================
+
+What the driver does not run the TPUEstimator way gets a ``# TODO(tpu_compat)``
+line naming it and why (the driver also refuses it at run time, by name):
+``host_call``, ``scaffold_fn``, session hooks, ``export_outputs`` and exports,
+``predict``, custom ``tf.compat.v1.train.Optimizer`` subclasses (run through
+TF's V1-optimizer code under the strategy, not compared here), and
+``from ... import`` of the estimator names.
+"""
+
+import dataclasses
+import os
+from typing import List
+
+import libcst as cst
+from libcst import metadata
+
+from tpu_compat.migrate import scan, sources, upgrade
+
+__all__ = ["DRIVER_MODULE", "Migrated", "driver_source", "migrate_text", "upgrade_bytes",
+           "upgrade_file"]
+
+DRIVER_MODULE = "tpu_estimator_tf2"
+_TODO = "# TODO(tpu_compat): "
+
+_PREFIXES = ("tensorflow.estimator.tpu.", "tensorflow.compat.v1.estimator.tpu.",
+             "tensorflow.contrib.tpu.")
+_TPU_NAMES = {"TPUEstimator": ("TPUStrategyEstimator", "TPC070"),
+              "TPUEstimatorSpec": ("TPUEstimatorSpec", "TPC071"),
+              "RunConfig": ("RunConfig", "TPC072"),
+              "TPUConfig": ("TPUConfig", "TPC073"),
+              "InputPipelineConfig": ("InputPipelineConfig", "TPC074")}
+_RENAMES = {prefix + name: target for prefix in _PREFIXES for name, target in _TPU_NAMES.items()}
+_RENAMES.update({
+    "tensorflow.estimator.ModeKeys": ("ModeKeys", "TPC078"),
+    "tensorflow.compat.v1.estimator.ModeKeys": ("ModeKeys", "TPC078"),
+    "tensorflow.tpu.CrossShardOptimizer": ("CrossReplicaOptimizer", "TPC043"),
+    "tensorflow.compat.v1.tpu.CrossShardOptimizer": ("CrossReplicaOptimizer", "TPC043"),
+    "tensorflow.contrib.tpu.CrossShardOptimizer": ("CrossReplicaOptimizer", "TPC054"),
+})
+_V1_OPTIMIZERS = {"tensorflow.train.Optimizer", "tensorflow.compat.v1.train.Optimizer"}
+
+# TPUEstimatorSpec arguments the driver does not run as TPUEstimator did, and why.
+_SPEC_TODOS = {
+    "host_call": "host_call is not migrated: its outfeed to a host function has no "
+                 "tf.function form here; write tf.summary calls in the training step",
+    "scaffold_fn": "scaffold_fn is not migrated: its Scaffold (init_from_checkpoint, a "
+                   "Saver) ran in a session; restore the warm-start variables with "
+                   "tf.train.Checkpoint before training",
+    "training_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
+    "evaluation_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
+    "prediction_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
+    "export_outputs": "export_outputs are not migrated: the driver has no SavedModel "
+                      "export (write one with tf.saved_model.save)",
+}
+_METHOD_TODOS = {
+    "predict": "TPUStrategyEstimator.predict is not migrated: run the model_fn's "
+               "predictions in strategy.run by hand",
+    "export_saved_model": "export is not migrated: write a SavedModel with "
+                          "tf.saved_model.save",
+    "export_savedmodel": "export is not migrated: write a SavedModel with "
+                         "tf.saved_model.save",
+}
+
+
+@dataclasses.dataclass
+class Note:
+    """One name rewritten or one TODO: ``line`` in the original text (1-based)."""
+    line: int
+    column: int
+    rule: str
+    todo: str = ""          # the TODO's reason, empty for a rewrite
+
+
+@dataclasses.dataclass
+class Migrated:
+    text: str
+    notes: List[Note]
+
+    @property
+    def changed(self):
+        return any(not note.todo for note in self.notes)
+
+
+def driver_source() -> bytes:
+    """The driver's bytes, as written beside a migrated program."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "estimator_tf2.py")
+    with open(path, "rb") as stream:
+        return stream.read()
+
+
+def _dotted(node):
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = _dotted(node.value)
+        return base and f"{base}.{node.attr.value}"
+    return None
+
+
+class _Migrator(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (metadata.QualifiedNameProvider, metadata.PositionProvider)
+
+    def __init__(self):
+        super().__init__()
+        self.notes: List[Note] = []
+        self._statements = []        # [(statement node, [todo texts])], innermost last
+        self._estimators = set()     # names assigned a TPUEstimator(...)
+
+    # -- where TODOs go ------------------------------------------------------------
+
+    def _todo(self, node, rule, reason):
+        position = self.get_metadata(metadata.PositionProvider, node)
+        self.notes.append(Note(position.start.line, position.start.column + 1, rule, reason))
+        if self._statements and f"{rule} {reason}" not in self._statements[-1][1]:
+            self._statements[-1][1].append(f"{rule} {reason}")
+
+    def _enter(self, node):
+        self._statements.append((node, []))
+
+    def _leave(self, updated):
+        _, todos = self._statements.pop()
+        if not todos:
+            return updated
+        existing = {line.comment.value for line in updated.leading_lines if line.comment}
+        added = [cst.EmptyLine(comment=cst.Comment(_TODO + todo)) for todo in todos
+                 if _TODO + todo not in existing]
+        return updated.with_changes(leading_lines=[*updated.leading_lines, *added])
+
+    def visit_SimpleStatementLine(self, node):
+        self._enter(node)
+
+    def leave_SimpleStatementLine(self, original, updated):
+        return self._leave(updated)
+
+    def visit_ClassDef(self, node):
+        self._enter(node)
+        for base in node.bases:
+            if self._qualified(base.value) & _V1_OPTIMIZERS:
+                self._todo(node, "TPC070",
+                           f"custom V1 optimizer {node.name.value}: it runs through TF's "
+                           f"tf.compat.v1.train.Optimizer code under the strategy "
+                           f"(gradients summed across replicas before apply_gradients); "
+                           f"compare its numbers with tpu-compat verify")
+
+    def leave_ClassDef(self, original, updated):
+        return self._leave(updated)
+
+    def visit_FunctionDef(self, node):
+        self._enter(node)
+
+    def leave_FunctionDef(self, original, updated):
+        return self._leave(updated)
+
+    # -- names ---------------------------------------------------------------------
+
+    def _qualified(self, node):
+        try:
+            return {q.name for q in self.get_metadata(metadata.QualifiedNameProvider, node)}
+        except KeyError:
+            return set()
+
+    def _target(self, node):
+        for name in self._qualified(node):
+            if name in _RENAMES:
+                return _RENAMES[name]
+        return None
+
+    def leave_Attribute(self, original, updated):
+        target = self._target(original)
+        if target is None:
+            return updated
+        position = self.get_metadata(metadata.PositionProvider, original)
+        self.notes.append(Note(position.start.line, position.start.column + 1, target[1]))
+        return cst.Attribute(value=cst.Name(DRIVER_MODULE), attr=cst.Name(target[0]))
+
+    def visit_ImportFrom(self, node):
+        module = _dotted(node.module) if node.module is not None else ""
+        if module and isinstance(node.names, (list, tuple)) and any(
+                f"{module}.{alias.name.value}" in _RENAMES for alias in node.names
+                if isinstance(alias.name, cst.Name)):
+            self._todo(node, "TPC070", f"`from {module} import ...` is not migrated: "
+                                       f"use {DRIVER_MODULE}.<name> for these names")
+
+    def visit_Call(self, node):
+        target = self._target(node.func)
+        if target is not None and target[0] == "TPUEstimatorSpec":
+            for argument in node.args:
+                if argument.keyword is not None and argument.keyword.value in _SPEC_TODOS:
+                    self._todo(argument, "TPC071", _SPEC_TODOS[argument.keyword.value])
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and (
+                func.value.value in self._estimators):
+            method = func.attr.value
+            if method in _METHOD_TODOS:
+                self._todo(node, "TPC070", _METHOD_TODOS[method])
+            if method in ("train", "evaluate") and any(
+                    a.keyword is not None and a.keyword.value in ("hooks", "saving_listeners")
+                    for a in node.args):
+                self._todo(node, "TPC086", f"{method}(hooks=...) is not migrated: TF 2 "
+                                           f"makes no Session.run calls for hooks")
+
+    def visit_Assign(self, node):
+        value = node.value
+        if isinstance(value, cst.Call) and (self._target(value.func) or ("",))[0] == (
+                "TPUStrategyEstimator"):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    self._estimators.add(target.target.value)
+
+
+class _AddImport(cst.CSTTransformer):
+    """``import tpu_estimator_tf2`` after the module's last top-level import."""
+
+    def leave_Module(self, original, updated):
+        statement = cst.parse_statement(f"import {DRIVER_MODULE}\n")
+        for item in updated.body:
+            if isinstance(item, cst.SimpleStatementLine) and any(
+                    isinstance(s, cst.Import) and any(
+                        _dotted(alias.name) == DRIVER_MODULE for alias in s.names)
+                    for s in item.body):
+                return updated
+        body = list(updated.body)
+        index = 0
+        for position, item in enumerate(body):
+            if isinstance(item, cst.SimpleStatementLine) and any(
+                    isinstance(s, (cst.Import, cst.ImportFrom)) for s in item.body):
+                index = position + 1
+        body.insert(index, statement)
+        return updated.with_changes(body=body)
+
+
+def migrate_text(text: str) -> Migrated:
+    """The program's text with its TPUEstimator names pointed at the driver and
+    its TODO lines added; unchanged (no notes) when it uses no TPUEstimator."""
+    module = cst.parse_module(text)
+    wrapper = metadata.MetadataWrapper(module)
+    migrator = _Migrator()
+    migrated = wrapper.visit(migrator)
+    if not any(note.rule == "TPC070" and not note.todo for note in migrator.notes):
+        return Migrated(text, [])
+    migrated = migrated.visit(_AddImport())
+    return Migrated(migrated.code, sorted(migrator.notes, key=lambda n: (n.line, n.column)))
+
+
+def upgrade_file(path, max_bytes=None):
+    """``upgrade.upgrade_file`` with the TPUEstimator migration first."""
+    try:
+        raw = sources.read_bytes(path)
+    except sources.SourceError:
+        return upgrade.upgrade_file(path, max_bytes)
+    return upgrade_bytes(path, raw, max_bytes) or upgrade.upgrade_bytes(path, raw, max_bytes)
+
+
+def upgrade_bytes(path, raw, max_bytes=None):
+    """--estimator-to-tf2 first (issue 36): the TPUEstimator names pointed at the
+    TF 2 driver written beside the file, then the ordinary upgrade of the result.
+    None when the file uses no TPUEstimator (or cannot be read: the ordinary
+    upgrade reports that)."""
+    try:
+        source = sources.source_from_bytes(path, raw)
+    except sources.SourceError:
+        return None
+    if source.notebook:
+        return None
+    try:
+        migrated = migrate_text(source.text)
+    except (cst.ParserSyntaxError, RecursionError, ValueError):
+        return None
+    if not migrated.changed:
+        return None
+    outcomes = [upgrade.Outcome(scan.Finding(path, note.line, note.column, note.rule, scan.HIGH),
+                        upgrade.TODO if note.todo else upgrade.REWRITTEN,
+                        note.todo or "--estimator-to-tf2: the TF 2 driver's name",
+                        note.todo)
+                for note in migrated.notes]
+    rest = upgrade.upgrade_bytes(path, migrated.text.encode(source.encoding), max_bytes)
+    if rest.error is not None:
+        return upgrade.FileUpgrade(path, raw, None, [], rest.error)
+    return upgrade.FileUpgrade(path, raw, rest.output, outcomes + rest.outcomes,
+                       companions={DRIVER_MODULE + ".py": driver_source()})
