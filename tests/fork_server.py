@@ -43,10 +43,11 @@ when the interpreter starts or TensorFlow is imported (``PYTHON*``, ``TF_*``
 but ``TF_CONFIG``, ``XLA_*``, thread-pool and locale variables;
 ``PYTHONPATH`` compared as the ``sys.path`` it makes) goes to a sibling
 server started in that environment by the first such request (regress and
-verify run their scripts with ``PYTHONHASHSEED``): up to 3 of them.
+verify run their scripts with ``PYTHONHASHSEED``): up to 3 of them at once,
+a new one retiring the one asked for least recently (no request waits for a
+place; nothing a client waits for is unbounded).
 
-What stays a fresh process (the server declines): a fourth other startup
-environment; another interpreter or interpreter options; a script or working
+What stays a fresh process (the server declines): another interpreter or interpreter options; a script or working
 directory that is not there (the fresh process reports it as python does);
 and every test marked ``fresh_process`` (its children do not see the server):
 the claims about how a process starts. ``TPU_COMPAT_TEST_FORK_SERVER=0`` turns
@@ -92,8 +93,16 @@ _STARTUP_PREFIXES = ("PYTHON", "TF_", "XLA_", "LD_", "OMP_", "KMP_", "MKL_", "OP
 # Read later, by tpu_compat or the program.
 _READ_AFTER_STARTUP = ("TF_CONFIG",)
 _DIFFERS = " differs from the server's"
-# Servers for other startup environments at most (each imported TensorFlow).
-_MAX_SIBLINGS = 3
+# Servers for other startup environments running at once, at most (each
+# imported TensorFlow: about 570 MB). tests/test_fork_server.py sets fewer.
+_MAX_SIBLINGS = int(os.environ.get("_TPU_COMPAT_FORK_SIBLINGS", "3"))
+# What a server imports before it forks: TensorFlow. test_fork_server's tests
+# of the siblings' bookkeeping start servers that import NumPy only (cheap).
+_IMPORTS = os.environ.get("_TPU_COMPAT_FORK_SERVER_IMPORTS", "tensorflow")
+if _IMPORTS not in ("tensorflow", "numpy"):
+    raise ValueError(f"_TPU_COMPAT_FORK_SERVER_IMPORTS={_IMPORTS!r}: expected tensorflow or numpy")
+# How long a handler waits for the first server's answer and the sibling's socket.
+_SIBLING_SECONDS = 30.0
 # How long the handshake with a client may take (it sends at once).
 _REQUEST_SECONDS = 60.0
 
@@ -235,60 +244,111 @@ def command_line(pid, server_path=None):
 # -- the server ------------------------------------------------------------------
 
 class _Siblings:
-    """The servers for other startup environments, each started by the first
-    request that needs it (regress and verify's scripts run with
-    ``PYTHONHASHSEED``, say), as children of the first server, which ends them."""
+    """The servers for other startup environments (regress and verify's
+    scripts run with ``PYTHONHASHSEED``, the pytest plugin's child pytest with
+    its own ``PYTHONPATH``), children of the first server, which starts one
+    when a handler asks for an environment none serves, ends them, and keeps
+    at most ``_MAX_SIBLINGS`` running: a new environment retires the one
+    asked for least recently (it ends when its children have), never waits
+    for a place. A handler asks over a datagram socket, passing the end of a
+    socket pair on which the first server answers with the sibling's socket
+    path (unique per start: a retired sibling removes only its own)."""
 
     def __init__(self, path):
         self.directory = os.path.dirname(path)
-        # Handlers (forked) ask the first server to start one over this pair.
         self.asked, self.ask = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self._started = {}
+        # Set here, before any handler is forked: every copy of it shares it.
+        self.ask.settimeout(_SIBLING_SECONDS)
+        self._running = {}  # startup key -> (path, Popen), least recently asked first
+        self._retired = []
+        self._started = 0
 
     def path_for(self, import_env):
         """In a handler: the socket of the server for ``import_env`` (started
-        if need be), or None when there are enough already."""
-        startup = {name: value for name, value in import_env.items() if _startup_variable(name)}
-        key = hashlib.sha256(json.dumps(startup, sort_keys=True).encode()).hexdigest()[:16]
-        path = os.path.join(self.directory, f"{SOCKET_NAME}-{key}")
-        if not os.path.exists(path):
+        if need be), or None when none answers within _SIBLING_SECONDS."""
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        with mine, theirs:
             try:
-                self.ask.send(json.dumps({"env": import_env, "path": path}).encode())
+                socket.send_fds(self.ask, [json.dumps(import_env).encode()], [theirs.fileno()])
+                theirs.close()
+                mine.settimeout(_SIBLING_SECONDS)
+                path = mine.recv(4096).decode()
             except OSError:
-                return None  # too large a message
-            deadline = time.monotonic() + 30
-            while not os.path.exists(path) and time.monotonic() < deadline:
-                time.sleep(0.05)
-        return path if os.path.exists(path) else None
+                return None  # too large a message, or no answer in time
+        # It listens before it imports TensorFlow: at once, when it started.
+        deadline = time.monotonic() + _SIBLING_SECONDS
+        while path and not os.path.exists(path) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return path if path and os.path.exists(path) else None
 
     def start_asked(self):
-        """In the first server: starts the server a handler asked for."""
-        asked = json.loads(self.asked.recv(1 << 20))
-        if asked["path"] in self._started or len(self._started) >= _MAX_SIBLINGS:
+        """In the first server: answers a handler with the path of the server
+        for the environment it asked for, started if none runs."""
+        message, fds, _, _ = socket.recv_fds(self.asked, 1 << 20, 1)
+        if not fds:
             return
+        with socket.socket(fileno=fds[0]) as answer:
+            answer.settimeout(_SIBLING_SECONDS)
+            env = json.loads(message)
+            key = _startup_key(env)
+            path, process = self._running.pop(key, (None, None))
+            if process is None or process.poll() is not None:
+                path, process = self._start(key, env)
+            self._running[key] = (path, process)  # the most recently asked for, last
+            with contextlib.suppress(OSError):
+                answer.sendall(path.encode())
+
+    def _start(self, key, env):
+        while len(self._running) >= _MAX_SIBLINGS:
+            oldest = next(iter(self._running))
+            process = self._running.pop(oldest)[1]
+            process.stdin.close()  # it stops serving, and ends after its children
+            self._retired.append(process)
+        self._started += 1
+        path = os.path.join(self.directory, f"{SOCKET_NAME}-{key}-{self._started}")
         with open(os.path.join(self.directory, "server.log"), "ab") as log:
-            self._started[asked["path"]] = subprocess.Popen(
-                [sys.executable, os.path.abspath(__file__), asked["path"], "--sibling"],
+            process = subprocess.Popen(
+                [sys.executable, os.path.abspath(__file__), path, "--sibling"],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log,
-                env=asked["env"], cwd=REPO_ROOT)
+                env=env, cwd=REPO_ROOT)
+        return path, process
+
+    def in_handler(self):
+        """In a handler just forked: it holds no sibling's stdin (a retired
+        sibling ends when the first server closes it) and reads no asks."""
+        for process in [process for _, process in self._running.values()] + self._retired:
+            with contextlib.suppress(OSError):
+                process.stdin.close()
+        self.asked.close()
 
     def close(self):
-        for process in self._started.values():
-            process.stdin.close()
-        for process in self._started.values():
+        processes = [process for _, process in self._running.values()] + self._retired
+        for process in processes:
+            with contextlib.suppress(OSError):
+                process.stdin.close()
+        for process in processes:
             with contextlib.suppress(ChildProcessError, subprocess.TimeoutExpired):
                 process.wait(timeout=30)
+
+
+def _startup_key(env):
+    startup = {name: value for name, value in env.items() if _startup_variable(name)}
+    return hashlib.sha256(json.dumps(startup, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _serve(path, siblings):
     """Serves until its stdin ends; returns (request, fds) in a forked child."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
+    # The path appears when it listens (a connect between bind and listen is
+    # refused): bound under another name, then renamed.
+    listener.bind(path + ".binding")
     listener.listen(64)
+    os.rename(path + ".binding", path)
     os.makedirs(os.path.join(os.path.dirname(path), CHILDREN_DIR), exist_ok=True)
     server_env = dict(os.environ)
     import numpy  # pylint: disable=import-outside-toplevel
-    import tensorflow  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    if _IMPORTS == "tensorflow":
+        import tensorflow  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
     set_by_import = {name: value for name, value in os.environ.items()
                      if server_env.get(name) != value}
     # After this file's directory: PYTHONPATH's entries and the interpreter's,
@@ -311,7 +371,11 @@ def _serve(path, siblings):
         if control in ready and not control.read(4096):
             break
         if siblings and siblings.asked in ready:
-            siblings.start_asked()
+            try:
+                siblings.start_asked()
+            except Exception:  # pylint: disable=broad-except
+                traceback.print_exc()  # into the server's log; the asker execs
+                sys.stderr.flush()
         if listener not in ready:
             continue
         connection, _ = listener.accept()
@@ -320,6 +384,8 @@ def _serve(path, siblings):
         if os.fork() == 0:
             listener.close()
             control.close()
+            if siblings:
+                siblings.in_handler()
             target = None
             try:
                 target = _handle(connection, server_env, set_by_import, path, siblings)
@@ -343,29 +409,34 @@ def _serve(path, siblings):
 
 
 def _receive(connection):
-    """The request and the three descriptors a client sent."""
+    """The request a client sent."""
     connection.settimeout(_REQUEST_SECONDS)
-    header, fds, _, _ = socket.recv_fds(connection, 8, 3)
-    try:
-        while len(header) < 8:
-            chunk = connection.recv(8 - len(header))
-            if not chunk:
-                raise ConnectionError("the client went away")
-            header += chunk
-        size = struct.unpack("!Q", header)[0]
-        body = b""
-        while len(body) < size:
-            chunk = connection.recv(min(1 << 20, size - len(body)))
-            if not chunk:
-                raise ConnectionError("the client went away")
-            body += chunk
-        if len(fds) != 3:
-            raise ValueError(f"expected 3 descriptors, got {len(fds)}")
-        return json.loads(body), fds
-    except BaseException:
-        for fd in fds:
-            os.close(fd)
-        raise
+    header = b""
+    while len(header) < 8:
+        chunk = connection.recv(8 - len(header))
+        if not chunk:
+            raise ConnectionError("the client went away")
+        header += chunk
+    size = struct.unpack("!Q", header)[0]
+    body = b""
+    while len(body) < size:
+        chunk = connection.recv(min(1 << 20, size - len(body)))
+        if not chunk:
+            raise ConnectionError("the client went away")
+        body += chunk
+    return json.loads(body)
+
+
+def _go(connection):
+    """The client's go and its three standard streams' descriptors, sent only
+    once this server agreed: a server that never answers holds none of them
+    (a pipe's write end held there would keep its reader from its end)."""
+    go, fds, _, _ = socket.recv_fds(connection, 1, 3)
+    if go == b"g" and len(fds) == 3:
+        return fds
+    for fd in fds:
+        os.close(fd)
+    return None  # the client gave up meanwhile: it runs the child itself
 
 
 def _declined(request, server_env, set_by_import):
@@ -398,21 +469,20 @@ def _handle(connection, server_env, set_by_import, path, siblings):
     Returns (request, fds) in the child, None in this process when done. A
     request for another startup environment is sent to its sibling server.
     """
-    request, fds = _receive(connection)
+    request = _receive(connection)
     why = _declined(request, server_env, set_by_import)
     if why and why.endswith(_DIFFERS) and siblings:
         sibling = siblings.path_for(request["import_env"])
         if sibling:
-            for fd in fds:
-                os.close(fd)
             _send(connection, redirect=sibling)
             return None
     if why:
         _send(connection, declined=why)
         return None
     _send(connection, ok=True)
-    if connection.recv(1) != b"g":
-        return None  # the client gave up meanwhile: it runs the child itself
+    fds = _go(connection)
+    if fds is None:
+        return None
     client = struct.unpack("3i", connection.getsockopt(
         socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[0]
     sys.stdout.flush()

@@ -14,15 +14,17 @@ server listens on a Unix-domain socket only.
 
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
+import time
 
 import pytest
 
 import conftest
 import fork_server
-from tpu_compat import _process
+from tpu_compat import _fork_client, _process
 from tpu_compat.regress import script_process
 
 pytestmark = pytest.mark.requires_tf
@@ -220,6 +222,75 @@ def test_another_startup_environment_is_served_by_a_sibling_server(server):
     assert len(siblings) == 1, siblings
 
 
+def test_siblings_past_the_cap_retire_the_least_recently_asked_for(tmp_path):
+    """A new startup environment when the siblings are at their cap is served
+    at once, forked (it once waited 30 s, then ran fresh, for every child):
+    the sibling asked for least recently ends. Servers that import NumPy
+    only, with a cap of 1: the bookkeeping does not depend on TensorFlow."""
+    env = {**_env(), "_TPU_COMPAT_FORK_SIBLINGS": "1", "_TPU_COMPAT_FORK_SERVER_IMPORTS": "numpy"}
+    cheap = fork_server.ForkServer(env)
+    code = "import os, sys; print(hash('tpu_compat'), os.getppid(), 'numpy' in sys.modules)"
+    try:
+        for seed in ("1", "2", "1"):
+            request = {**env, "PYTHONHASHSEED": seed, fork_server.SOCKET_VAR: cheap.path}
+            started = time.monotonic()
+            with _process.popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                                text=True, env=request) as process:
+                stdout, _ = process.communicate(timeout=120)
+            assert time.monotonic() - started < 20, seed
+            assert process._via_server, process.fork_declined  # pylint: disable=protected-access
+            hashed, parent, numpy_imported = stdout.split()
+            fresh = subprocess.run([sys.executable, "-c", "print(hash('tpu_compat'))"],
+                                   env={**env, "PYTHONHASHSEED": seed}, capture_output=True,
+                                   text=True, check=True, timeout=60)
+            assert hashed == fresh.stdout.strip(), seed
+            assert int(parent) != os.getpid() and numpy_imported == "True"
+        # The retired siblings ended (each removes its socket): one runs.
+        deadline = time.monotonic() + 30
+        while len(_sibling_sockets(cheap)) > 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(_sibling_sockets(cheap)) == 1, _sibling_sockets(cheap)
+    finally:
+        cheap.close()
+
+
+def _sibling_sockets(server):
+    return [name for name in os.listdir(server.directory)
+            if name.startswith(fork_server.SOCKET_NAME + "-")]
+
+
+def test_a_server_that_does_not_answer_is_waited_for_a_bounded_time(tmp_path, monkeypatch):
+    """Nothing a client waits for is unbounded: a server whose backlog is full
+    (a blocking connect would wait for it to accept) or that never answers
+    costs at most HANDSHAKE_SECONDS, then the child runs fresh, and the
+    reason is kept."""
+    monkeypatch.setattr(_fork_client, "HANDSHAKE_SECONDS", 1.0)
+    for case in ("backlog full", "no answer"):
+        path = str(tmp_path / case.replace(" ", "-"))
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+            listener.bind(path)
+            listener.listen(0)
+            waiting = []
+            while case == "backlog full":  # connections nobody accepts, till one would block
+                waiting.append(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+                waiting[-1].setblocking(False)
+                try:
+                    waiting[-1].connect(path)
+                except BlockingIOError:
+                    break
+            started = time.monotonic()
+            with _process.popen([sys.executable, "-c", "print('fresh')"], stdout=subprocess.PIPE,
+                                text=True, env={**_env(), fork_server.SOCKET_VAR: path}) as process:
+                stdout, _ = process.communicate(timeout=60)
+            for connection in waiting:
+                connection.close()
+        assert time.monotonic() - started < 15, case
+        assert stdout == "fresh\n" and not process._via_server, case  # pylint: disable=protected-access
+        # A full backlog refuses a bounded (non-blocking) connect at once.
+        reason = "BlockingIOError" if case == "backlog full" else "TimeoutError"
+        assert process.fork_declined.startswith(reason), (case, process.fork_declined)
+
+
 def test_children_are_served_at_once_and_killed_as_popen_kills(server, tmp_path):
     """A child that waits on its stdin does not hold back another; killpg ends it."""
     env = _env(server)
@@ -250,7 +321,8 @@ def test_the_server_listens_on_a_unix_socket_only(server):
         for line in table.readlines()[1:]:
             fields = line.split()
             unix[fields[6]] = fields[7] if len(fields) > 7 else ""
-    assert server.path in [unix.get(inode) for inode in inodes]
+    # The kernel keeps the name it was bound to; it listens before the rename.
+    assert server.path + ".binding" in [unix.get(inode) for inode in inodes]
     for table in ("tcp", "tcp6", "udp", "udp6", "raw", "raw6"):
         with open(f"/proc/net/{table}", encoding="utf-8") as handle:
             network = {line.split()[9] for line in handle.readlines()[1:]}

@@ -15,16 +15,18 @@ pipes and files as given (the child's standard streams travel to the server
 as file descriptors, ``SCM_RIGHTS``), ``wait``/``poll``/``communicate`` get
 the exit status the server sends. Whatever the server declines (an
 environment that differs from its own in a variable read at startup, a
-working directory that is not there, ...) or cannot answer (no server) goes
-the ordinary way, exec, with the same arguments, silently. Without the
+working directory that is not there, ...) or cannot answer (no server, or no
+answer within :data:`HANDSHAKE_SECONDS`: every step until the child exists
+is bounded) goes the ordinary way, exec, with the same arguments; the reason
+is kept in :attr:`ForkedPopen.fork_declined`. Without the
 variable nothing here runs: users never get a forked child.
 
-The protocol, one connection per child: the client sends an 8-byte length and
-its three standard streams' descriptors, then that many bytes of JSON (the
-command, environment, working directory, session, ignored signals); the
-server answers one JSON line, ``{"ok": true}``, ``{"declined": why}`` or
-``{"redirect": path}`` (ask the server there instead; once); on
-``ok`` the client sends ``g`` (go), and the server forks and answers
+The protocol, one connection per child: the client sends an 8-byte length,
+then that many bytes of JSON (the command, environment, working directory,
+session, ignored signals); the server answers one JSON line, ``{"ok":
+true}``, ``{"declined": why}`` or ``{"redirect": path}`` (ask the server
+there instead; once); on ``ok`` the client sends ``g`` (go) with its three
+standard streams' descriptors, and the server forks and answers
 ``{"pid": N}``, later ``{"status": S}`` (the raw wait status) when the child
 has ended. A client that goes away closes the connection; the server's
 process that waits for the child then exits, so a child that asked the kernel
@@ -46,10 +48,11 @@ import time
 __all__ = ["FORK_SERVER_ENV", "ForkedPopen"]
 
 FORK_SERVER_ENV = "_TPU_COMPAT_FORK_SERVER"
-# How long a server may take to accept a request (it may still be importing
-# TensorFlow: a fresh child would spend that time importing it too), and to
-# answer with the child's pid once told to fork.
-_ACCEPT_SECONDS = 120.0
+# How long the handshake may take, connecting, sending and the answer, the
+# redirect included (a server may still be importing TensorFlow: a fresh
+# child would spend that time importing it too); then exec. And how long the
+# server may take to answer with the child's pid once told to fork.
+HANDSHAKE_SECONDS = 120.0
 _FORK_SECONDS = 60.0
 # Popen's defaults that a forked child can honour; anything else goes exec.
 _EXECUTE_CHILD = inspect.signature(subprocess.Popen._execute_child)  # pylint: disable=protected-access
@@ -80,16 +83,20 @@ class ForkedPopen(subprocess.Popen):
         self._replies = b""
         self._via_server = False  # the server forked the child
         self._status = None  # its wait status, once the server sent it
+        self.fork_declined = None  # why the child was exec'd instead, if it was
         super().__init__(args, **popen_kwargs)
 
     def _execute_child(self, *arguments):  # pylint: disable=arguments-differ
         call = _EXECUTE_CHILD.bind(self, *arguments).arguments
-        if self._servable(call):
+        if not self._servable(call):
+            self.fork_declined = "not a command the fork server runs"
+        else:
             try:
                 if self._fork(call):
                     return
-            except (OSError, ValueError):
-                pass  # no server there, or it broke before forking: exec
+            except (OSError, ValueError) as error:
+                # No server there, no answer in time, or it broke before forking.
+                self.fork_declined = f"{type(error).__name__}: {error}"
             self._disconnect()
         super()._execute_child(*arguments)
 
@@ -121,19 +128,24 @@ class ForkedPopen(subprocess.Popen):
         streams = [own if fd == -1 else fd for own, fd in
                    zip((0, 1, 2), (call["p2cread"], call["c2pwrite"], call["errwrite"]))]
         server = self._server_path
+        deadline = time.monotonic() + HANDSHAKE_SECONDS
         for _ in range(2):  # the server may send it to another, once
             self._disconnect()
             self._connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            # connect blocks while the server's backlog is full, sendall while
+            # it does not read: both bounded, as the answer is.
+            self._connection.settimeout(max(0.001, deadline - time.monotonic()))
             self._connection.connect(server)
-            socket.send_fds(self._connection, [struct.pack("!Q", len(request))], streams)
-            self._connection.sendall(request)
-            answer = self._reply(_ACCEPT_SECONDS)
+            self._connection.sendall(struct.pack("!Q", len(request)) + request)
+            answer = self._reply(deadline - time.monotonic())
             server = answer.get("redirect")
             if not server:
                 break
         if "ok" not in answer:
-            return False  # declined
-        self._connection.sendall(b"g")
+            self.fork_declined = answer.get("declined", f"unexpected answer {answer!r}")
+            return False
+        # The streams go with the go: a server that never answered holds none.
+        socket.send_fds(self._connection, [b"g"], streams)
         # From here on the child may exist: no exec in its place.
         try:
             self.pid = int(self._reply(_FORK_SECONDS)["pid"])
@@ -145,15 +157,16 @@ class ForkedPopen(subprocess.Popen):
                              call["c2pwrite"], call["errread"], call["errwrite"])
         return True
 
-    def _reply(self, timeout):
-        """The server's next JSON line; None when ``timeout`` 0 finds none yet."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+    def _reply(self, timeout, poll=False):
+        """The server's next JSON line, waiting at most ``timeout`` seconds (None:
+        until it comes); with ``poll``, None when none has come."""
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         while b"\n" not in self._replies:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not select.select([self._connection], [], [], remaining)[0]:
-                if timeout == 0:
+                if poll:
                     return None
-                raise TimeoutError("no answer from the fork server")
+                raise TimeoutError(f"no answer from the fork server within {timeout:g} s")
             chunk = self._connection.recv(4096)
             if not chunk:
                 raise ConnectionError("the fork server closed the connection")
@@ -173,7 +186,7 @@ class ForkedPopen(subprocess.Popen):
         blocking = not wait_flags & os.WNOHANG
         if self._status is None:
             try:
-                reply = self._reply(None if blocking else 0)
+                reply = self._reply(None, poll=False) if blocking else self._reply(0, poll=True)
                 if reply is None:
                     return (0, 0)
                 self._status = int(reply["status"])
