@@ -41,7 +41,8 @@ siblings: the hash seed of ``str`` (Python fixes it at startup).
 A request whose environment differs from the server's in a variable read
 when the interpreter starts or TensorFlow is imported (``PYTHON*``, ``TF_*``
 but ``TF_CONFIG``, ``XLA_*``, thread-pool and locale variables;
-``PYTHONPATH`` compared as the ``sys.path`` it makes) goes to a sibling
+``PYTHONPATH`` compared as the ``sys.path`` it makes, which may add
+directories that hold none of the modules the server imported) goes to a sibling
 server started in that environment by the first such request (regress and
 verify run their scripts with ``PYTHONHASHSEED``): up to 3 of them at once,
 a new one retiring the one asked for least recently (no request waits for a
@@ -120,10 +121,12 @@ def _path_entries(value):
     return entries
 
 
-def startup_difference(env, server_env, set_by_import=None):
+def startup_difference(env, server_env, set_by_import=None, imported=None):
     """The first variable read at startup in which ``env`` and ``server_env``
     differ, or None. A variable that TensorFlow's import sets (``set_by_import``)
-    may be in ``env`` already, at that value: the client imported TensorFlow."""
+    may be in ``env`` already, at that value: the client imported TensorFlow.
+    With ``imported`` (the server's top-level modules), a PYTHONPATH that adds
+    entries to the server's agrees with it when they shadow none of them."""
     set_by_import = set_by_import or {}
     for name in sorted({n for n in set(env) | set(server_env) if _startup_variable(n)}):
         mine, theirs = env.get(name), server_env.get(name)
@@ -131,9 +134,33 @@ def startup_difference(env, server_env, set_by_import=None):
             continue
         if name == "PYTHONPATH":
             mine, theirs = _path_entries(mine), _path_entries(theirs)
+            if imported is not None and _adds_nothing_imported(mine, theirs, imported):
+                continue
         if mine != theirs:
             return name
     return None
+
+
+def _adds_nothing_imported(mine, theirs, imported):
+    """Whether sys.path entries ``mine`` are ``theirs`` (in their order) plus
+    directories that hold none of the ``imported`` top-level modules: a fresh
+    process with ``mine`` then imports each of those from where the server did
+    (the pytest plugin's children run with pytester's directory added: a
+    sibling server per test, each importing TensorFlow, was the price)."""
+    if [entry for entry in mine if entry in theirs] != theirs:
+        return False
+    for entry in mine:
+        if entry in theirs or not os.path.exists(entry):
+            continue
+        if not os.path.isdir(entry):
+            return False  # a zip file: not looked into
+        try:
+            names = {name.partition(".")[0] for name in os.listdir(entry)}
+        except OSError:
+            return False
+        if names & imported:
+            return False
+    return True
 
 
 def enabled(environ=None):
@@ -352,8 +379,11 @@ def _serve(path, siblings):
     set_by_import = {name: value for name, value in os.environ.items()
                      if server_env.get(name) != value}
     # After this file's directory: PYTHONPATH's entries and the interpreter's,
-    # as site left them; a request has the same PYTHONPATH (startup_difference).
-    base_path = sys.path[1:]
+    # as site left them. A request's PYTHONPATH has the same entries, maybe
+    # more (startup_difference): the child's come from it, then the rest.
+    own_entries = _path_entries(server_env.get("PYTHONPATH"))
+    base_path = [entry for entry in sys.path[1:] if entry not in own_entries]
+    imported = frozenset(name.partition(".")[0] for name in sys.modules)
     # Out of the collector's sight: a child's collections and its exit then
     # leave these pages shared, not copied (a forked child's exit cost 1.3 s
     # of CPU, 0.3 s frozen; a fresh process's import and exit, 6-7 s).
@@ -388,7 +418,8 @@ def _serve(path, siblings):
                 siblings.in_handler()
             target = None
             try:
-                target = _handle(connection, server_env, set_by_import, path, siblings)
+                target = _handle(connection, (server_env, set_by_import, imported), path,
+                                 siblings)
             except BaseException:  # pylint: disable=broad-except
                 traceback.print_exc()  # into the server's log
                 sys.stderr.flush()
@@ -439,7 +470,7 @@ def _go(connection):
     return None  # the client gave up meanwhile: it runs the child itself
 
 
-def _declined(request, server_env, set_by_import):
+def _declined(request, server_env, set_by_import, imported):
     """Why this server does not fork ``request``, or None."""
     args = request["args"]
     if len(args) < 2 or (args[1] in ("-m", "-c") and len(args) < 3):
@@ -453,7 +484,7 @@ def _declined(request, server_env, set_by_import):
     if not args[1].startswith("-") and not os.path.exists(
             os.path.join(request["cwd"], args[1])):
         return f"no script {args[1]}"
-    different = startup_difference(request["import_env"], server_env, set_by_import)
+    different = startup_difference(request["import_env"], server_env, set_by_import, imported)
     if different:
         return f"{different}{_DIFFERS}"
     return None
@@ -463,14 +494,16 @@ def _send(connection, **fields):
     connection.sendall(json.dumps(fields).encode() + b"\n")
 
 
-def _handle(connection, server_env, set_by_import, path, siblings):
+def _handle(connection, server, path, siblings):
     """In a process forked per connection: forks the child and waits for it.
 
-    Returns (request, fds) in the child, None in this process when done. A
-    request for another startup environment is sent to its sibling server.
+    ``server``: its environment, what TensorFlow's import set in it, and its
+    top-level modules. Returns (request, fds) in the child, None in this
+    process when done. A request for another startup environment is sent to
+    its sibling server.
     """
     request = _receive(connection)
-    why = _declined(request, server_env, set_by_import)
+    why = _declined(request, *server)
     if why and why.endswith(_DIFFERS) and siblings:
         sibling = siblings.path_for(request["import_env"])
         if sibling:
@@ -569,6 +602,8 @@ def _become(request, fds, set_by_import, base_path, numpy):
     os.environ.update(request["env"])
     os.environ.update(set_by_import)
     _reset_signals(set(request["ignored_signals"]))
+    entries = _path_entries(request["env"].get("PYTHONPATH"))
+    base_path = entries + [entry for entry in base_path if entry not in entries]
     numpy.random.seed()  # a fresh process's global generator is seeded from entropy
     args = request["args"]
     sys.orig_argv = list(args)

@@ -291,6 +291,42 @@ def test_a_server_that_does_not_answer_is_waited_for_a_bounded_time(tmp_path, mo
         assert process.fork_declined.startswith(reason), (case, process.fork_declined)
 
 
+def test_a_pythonpath_with_a_directory_added_is_forked_by_the_server_itself(server, tmp_path):
+    """The pytest plugin's children run with pytester's directory added to
+    PYTHONPATH: the server forks them itself, with the sys.path a fresh
+    process makes, unless the added directory holds a module the server
+    imported (a fresh process would import that one)."""
+    plain, shadowing = tmp_path / "plain", tmp_path / "shadowing"
+    for folder in (plain, shadowing):
+        folder.mkdir()
+        (folder / "helper_module.py").write_text("")
+    (shadowing / "numpy").mkdir()
+    server_env = fork_server.server_environment(conftest.subprocess_env())
+    own = server_env["PYTHONPATH"]
+    for pythonpath, agrees in (
+            (os.pathsep.join([str(plain), own]), True),
+            (os.pathsep.join([own, str(plain)]), True),
+            (os.pathsep.join([str(shadowing), own]), False),
+            (str(plain), False)):  # the server's entries left out
+        request = {**server_env, "PYTHONPATH": pythonpath}
+        found = fork_server.startup_difference(request, server_env, imported={"numpy", "tensorflow"})
+        assert (found is None) is agrees, pythonpath
+
+    code = "import json, os, sys; print(json.dumps([sys.path, os.getppid()]))"
+    siblings = _sibling_sockets(server)
+    views = []
+    for socket_path in (server.path, None):
+        env = _env(server) if socket_path else _env()
+        env["PYTHONPATH"] = os.pathsep.join([str(plain), env["PYTHONPATH"]])
+        with _process.popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                            env=env, cwd=str(tmp_path)) as process:
+            views.append(json.loads(process.communicate(timeout=120)[0]))
+    (forked_path, forked_parent), (fresh_path, fresh_parent) = views
+    assert forked_path == fresh_path and str(plain) in fresh_path
+    assert forked_parent != os.getpid() == fresh_parent
+    assert _sibling_sockets(server) == siblings  # no sibling started for it
+
+
 def test_children_are_served_at_once_and_killed_as_popen_kills(server, tmp_path):
     """A child that waits on its stdin does not hold back another; killpg ends it."""
     env = _env(server)
