@@ -495,6 +495,19 @@ def summary(recipes, results, mode):
     return passed, len(ran), len(recipes)
 
 
+def strategy_era(recipes):
+    """Issue #35's measure: the TPUStrategy-era programs (TF 1.x and TF 2.0-2.3 code that is not
+    TPUEstimator: Keras on a TPU strategy, custom loops, the bring-up they share)."""
+    return [r for r in recipes if r.kind != "TPUEstimator"]
+
+
+def _strategy_era_sentence(recipes, results):
+    era = strategy_era(recipes)
+    passed, ran, total = summary(era, results, "migrated")
+    return (f"TPUStrategy-era programs (every kind but TPUEstimator; issue #35's measure): "
+            f"**{passed} of {total}** migrate and pass strict ({ran} run).")
+
+
 def _package_commit(commit):
     """The last commit at or before ``commit`` that changed tpu_compat/ (the package measured;
     this branch's own commits touch only the runner and the docs)."""
@@ -574,7 +587,7 @@ bounds. Each column was measured on its own run:
 **Unchanged** (`tpu-compat run [--tf1] PROGRAM FLAGS`): {u_pass} of {u_ran} run pass
 ({total} recipes). **Migrated** (`tpu-compat upgrade --in-place` over the
 program's tree, then `tpu-compat run [--tf1] --warnings error --strict on`):
-{m_pass} of {m_ran} run pass.
+{m_pass} of {m_ran} run pass. {_strategy_era_sentence(recipes, results)}
 
 Packages the programs import that TF 2.21 does not bring, added from `--site`
 (outside the environment, on the programs' PYTHONPATH only): {_site_of(results)}.
@@ -648,6 +661,7 @@ run --mode migrated`, details and the unchanged column in docs/field.md):
 flags and success criterion. **{m_pass} of {m_ran}** migrated programs ran and
 passed ({total} recipes); TODO is the number of `# TODO(tpu_compat)` comments
 left. tpu_compat commit {_commit_of([r for r in results if r["mode"] == "migrated"])}.
+{_strategy_era_sentence(recipes, results)}
 
 {table}
 {MIGRATION_END}"""
