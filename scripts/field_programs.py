@@ -553,12 +553,12 @@ def _site_of(results):
     return ", ".join(f"`{p}`" for p in packages) or "none"
 
 
-def render_failures(recipes, results, notes):
-    """One bullet per program failing unchanged: its first error and why (``notes``)."""
+def render_failures(recipes, results, notes, mode="unchanged"):
+    """One bullet per program failing in ``mode``: its first error and why (``notes``)."""
     by_key = {(r["name"], r["mode"]): r for r in results}
     lines = []
     for recipe in recipes:
-        row = by_key.get((recipe.name, "unchanged"))
+        row = by_key.get((recipe.name, mode))
         if row is None or row["passed"] or row["seconds"] is None:
             continue
         why = notes.get(recipe.name, "not analysed yet")
@@ -614,6 +614,10 @@ and deletes nothing of ours. CI never runs them (no network there);
 ## Failures and their reasons (unchanged)
 
 {render_failures(recipes, results, getattr(field_recipes, "FAILURE_NOTES", {}))}
+
+## Failures and their reasons (migrated, TPUStrategy-era programs)
+
+{render_failures(strategy_era(recipes), results, getattr(field_recipes, "MIGRATED_NOTES", {}), "migrated")}
 
 ## How the programs were chosen
 

@@ -385,6 +385,29 @@ FAILURE_NOTES = {
                                 "the 900 s budget ran out in epoch 11 of 17 of cell 4's fit."),
     "simclr-tf2": ("killed at 300 s while tracing the 8-replica TF 2 training step: issue 34's slow "
                    "8-replica TF 2 loop (helper 'research')."),
+    "cloudml-tpu-lstm-keras": (
+        "a false alarm of `--fidelity tpu` on a difference of the emulation, not fixed: the Keras TPU "
+        "model's replica gets static (16, 5, 3) batches from its iterator, but inside the cloned "
+        "LSTM's while loop the TensorArray reads are (?, 3), so TF 2.21's gradient of the cell's "
+        "`mul_5` takes the dynamic-shape path: the forward loop pushes Shape values on stacks and "
+        "the backward loop's BroadcastGradientArgs/Sum read them back through StackPopV2, which "
+        "the check counts as data. TF 1.13's keras_support built the per-core model on "
+        "static-batch Input layers, where `_MulGrad` needs no shape tensors (probe at 7419fbd, "
+        "/tmp only). The error also names threading.py, not the program's line (issue 35 item 5's "
+        "class). Owner: tpu_compat.keras.tpu_model (static per-core batch for the clone)."),
+}
+
+# Why each TPUStrategy-era program that fails MIGRATED fails (docs/field.md, "Failures and
+# their reasons (migrated)"), keyed by recipe name.
+MIGRATED_NOTES = {
+    "simclr-tf2": ("killed while tracing the 8-replica TF 2 step, as its unchanged run is: issue 34's "
+                   "slow 8-replica TF 2 loop (another helper works on it)."),
+    "cloudml-tpu-lstm-keras": (
+        "`upgrade` leaves `tf.contrib.tpu.TPUDistributionStrategy` / `keras_to_tpu_model` (TPC160, "
+        "TPC161) as TODOs, and the strict run stops at the first. Their rewrite (a TPUStrategy "
+        "scope around the model's construction and compile, issue 35 item 3) is the 'migrate' "
+        "helper's work, not done here; the unchanged run's fidelity false alarm (above) would "
+        "come next."),
 }
 
 # What qualifies the latest run's numbers (load, concurrent runs, re-runs): rendered under the

@@ -300,3 +300,5 @@ def test_each_unchanged_failure_is_listed_with_its_reason_or_as_not_analysed():
     assert text.splitlines() == ["- **b** (E: x [b.py:1]): needs tf.contrib.slim (issue 34, research)",
                                  "- **c** (hang [c.py:2]): not analysed yet"]
     assert fp.render_failures(recipes, results[:1], {}) == "None: every program that ran passed."
+    assert fp.render_failures(recipes, results, {"d": "needs keras_to_tpu_model's rewrite"}, "migrated") \
+        == "- **d** (E): needs keras_to_tpu_model's rewrite"
