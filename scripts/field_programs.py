@@ -642,7 +642,13 @@ magic lines dropped). Left out, with the reason:
   input cannot be synthesized faithfully in a recipe;
 - Colabs that download their data at a fixed URL or path (Shakespeare,
   keras_mnist_tpu) or check a file hash (`mnist.load_data`, custom_training);
-- tensorflow/models official/* (its snapshot is over fetch's size limit).
+- tensorflow/models official/* (its snapshot is over fetch's size limit);
+- from issue #35's survey of TPUStrategy-era programs (2026-11-29): tensorflow/tpu's
+  `mnist_tf2_with_summary.py` and the autoencoder_embeddings Colab (`mnist.load_data`
+  checks the file's hash, no network here), the iris Colab (`pd.np`, gone from the
+  pandas that runs on NumPy 2), the profiling Colab and `keras_colab/shakespeare_lstm.py`
+  (data at fixed gs:// paths), `densenet_keras` (its steps per epoch derive from
+  ImageNet's 1.28 million images, a constant), google/automl's TF 2 EfficientDet (COCO).
 
 {survey_lines}
 

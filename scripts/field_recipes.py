@@ -430,5 +430,13 @@ RUN_NOTES = (
     "`45bceb0` was cut at 300 s by the load; it passed in 65 s) at `7b79872`; simclr-tf2 at "
     "`8cc2862` (after the compat.v2 fix; at `45bceb0` it failed strict on "
     "tf.keras.experimental.CosineDecay, left unmarked). 6 of the 7 pass.",
+    "On 2026-11-29 from 01:41 UTC (issue 35's field session) four TPUStrategy-era recipes were added "
+    "by survey and run in both columns one at a time, at load 8 to 14: cloudml-tpu-lstm-keras and "
+    "tpu-tf2-helper at `a407b96`, colab-sine-regression-tf2 at `a407b96`, colab-sine-regression "
+    "at `a407b96` with the Colab-session fix uncommitted (the same code committed as `4c143fa`; "
+    "its first run, without it, hung in cell 4's tf.Session on the Colab TPU address and was "
+    "stopped). The TPUStrategy-era count is then 9 of 11. matplotlib 3.11.2 and scikit-learn 1.9.1 (with narwhals, "
+    "threadpoolctl, pillow, contourpy, cycler, fonttools, kiwisolver) came from a second "
+    "`--site` directory for the two sine Colabs, as Colab's image had them.",
 )
 
