@@ -495,6 +495,19 @@ def summary(recipes, results, mode):
     return passed, len(ran), len(recipes)
 
 
+def strategy_era(recipes):
+    """Issue #35's measure: the TPUStrategy-era programs (TF 1.x and TF 2.0-2.3 code that is not
+    TPUEstimator: Keras on a TPU strategy, custom loops, the bring-up they share)."""
+    return [r for r in recipes if r.kind != "TPUEstimator"]
+
+
+def _strategy_era_sentence(recipes, results):
+    era = strategy_era(recipes)
+    passed, ran, total = summary(era, results, "migrated")
+    return (f"TPUStrategy-era programs (every kind but TPUEstimator; issue #35's measure): "
+            f"**{passed} of {total}** migrate and pass strict ({ran} run).")
+
+
 def _package_commit(commit):
     """The last commit at or before ``commit`` that changed tpu_compat/ (the package measured;
     this branch's own commits touch only the runner and the docs)."""
@@ -540,12 +553,12 @@ def _site_of(results):
     return ", ".join(f"`{p}`" for p in packages) or "none"
 
 
-def render_failures(recipes, results, notes):
-    """One bullet per program failing unchanged: its first error and why (``notes``)."""
+def render_failures(recipes, results, notes, mode="unchanged"):
+    """One bullet per program failing in ``mode``: its first error and why (``notes``)."""
     by_key = {(r["name"], r["mode"]): r for r in results}
     lines = []
     for recipe in recipes:
-        row = by_key.get((recipe.name, "unchanged"))
+        row = by_key.get((recipe.name, mode))
         if row is None or row["passed"] or row["seconds"] is None:
             continue
         why = notes.get(recipe.name, "not analysed yet")
@@ -574,7 +587,7 @@ bounds. Each column was measured on its own run:
 **Unchanged** (`tpu-compat run [--tf1] PROGRAM FLAGS`): {u_pass} of {u_ran} run pass
 ({total} recipes). **Migrated** (`tpu-compat upgrade --in-place` over the
 program's tree, then `tpu-compat run [--tf1] --warnings error --strict on`):
-{m_pass} of {m_ran} run pass.
+{m_pass} of {m_ran} run pass. {_strategy_era_sentence(recipes, results)}
 
 Packages the programs import that TF 2.21 does not bring, added from `--site`
 (outside the environment, on the programs' PYTHONPATH only): {_site_of(results)}.
@@ -602,6 +615,10 @@ and deletes nothing of ours. CI never runs them (no network there);
 
 {render_failures(recipes, results, getattr(field_recipes, "FAILURE_NOTES", {}))}
 
+## Failures and their reasons (migrated, TPUStrategy-era programs)
+
+{render_failures(strategy_era(recipes), results, getattr(field_recipes, "MIGRATED_NOTES", {}), "migrated")}
+
 ## How the programs were chosen
 
 By survey of the public code index (the `find_files` / `find_string` /
@@ -625,7 +642,13 @@ magic lines dropped). Left out, with the reason:
   input cannot be synthesized faithfully in a recipe;
 - Colabs that download their data at a fixed URL or path (Shakespeare,
   keras_mnist_tpu) or check a file hash (`mnist.load_data`, custom_training);
-- tensorflow/models official/* (its snapshot is over fetch's size limit).
+- tensorflow/models official/* (its snapshot is over fetch's size limit);
+- from issue #35's survey of TPUStrategy-era programs (2026-11-29): tensorflow/tpu's
+  `mnist_tf2_with_summary.py` and the autoencoder_embeddings Colab (`mnist.load_data`
+  checks the file's hash, no network here), the iris Colab (`pd.np`, gone from the
+  pandas that runs on NumPy 2), the profiling Colab and `keras_colab/shakespeare_lstm.py`
+  (data at fixed gs:// paths), `densenet_keras` (its steps per epoch derive from
+  ImageNet's 1.28 million images, a constant), google/automl's TF 2 EfficientDet (COCO).
 
 {survey_lines}
 
@@ -648,6 +671,7 @@ run --mode migrated`, details and the unchanged column in docs/field.md):
 flags and success criterion. **{m_pass} of {m_ran}** migrated programs ran and
 passed ({total} recipes); TODO is the number of `# TODO(tpu_compat)` comments
 left. tpu_compat commit {_commit_of([r for r in results if r["mode"] == "migrated"])}.
+{_strategy_era_sentence(recipes, results)}
 
 {table}
 {MIGRATION_END}"""

@@ -16,7 +16,7 @@ from typing import NamedTuple, Optional, Tuple
 
 ERAS = ("TF 1.x", "TF 2.0-2.3")
 KINDS = ("TPUEstimator", "TPUStrategy custom loop", "Keras fit", "Keras fit (contrib TPU)",
-         "low-level tf.tpu", "Estimator + train_distribute")
+         "low-level tf.tpu", "Estimator + train_distribute", "TPUStrategy bring-up (library)")
 PLACEHOLDERS = ("model_dir", "data_dir", "tmp")
 DATA_KINDS = ("cifar_tfrecords", "keras_fashion_mnist", "mnist_tfrecords", "bert_pretraining", "electra", "tfds_standin", "classifier_tsv")
 
@@ -52,6 +52,11 @@ BERT = "eedf5716ce1268e56f0a50264a88cafad334ac61"          # google-research/ber
 ALBERT = "c47c04087b1f1d3ce2fe4f69c0f8ff255fc400b2"        # google-research/albert, 2019-12-06
 TPU_2021 = "da262fcba1d0598321d4eb9aa1954fcbf84d1807"      # tensorflow/tpu, 2021-02-25 (TF 2.x Colabs)
 ELECTRA = "8a46635f32083ada044d7e9ad09604742600ee7b"       # google-research/electra, 2021-03-31
+CLOUDML = "efddc4a9898127e55edc0946557aca4bfaf59705"       # GoogleCloudPlatform/cloudml-samples (TPU templates of 2019-04)
+TPU_TF2 = "770897b229e39bf01fdad0622448efe66d70311a"       # ashishpatel26/tpu_tf2, 2021-12-15
+# The two Colabs' plotting (matplotlib) and metrics (scikit-learn) imports come from --site, as
+# Colab's image had them: matplotlib 3.11.2, scikit-learn 1.9.1 (docs/field.md's site list).
+SINE_SITE = "matplotlib and scikit-learn from --site (the Colab image had them)"
 
 # The trainers' own synthetic-input switch: ImageNetInput builds a null batch when data_dir is 'null'
 # (their FAKE_DATA_DIR default is a GCS bucket of fake ImageNet, out of reach here).
@@ -289,6 +294,50 @@ RECIPES = [
         data="the program's own synthetic images (--use_synthetic_data)",
         extract=("models/experimental/keras_application",), expect=None,
         survey="tpu-keras-applications in its TF 1.13 form (`import tensorflow as tf`, tf.contrib)"),
+    Recipe(
+        name="cloudml-tpu-lstm-keras", repo="GoogleCloudPlatform/cloudml-samples", commit=CLOUDML,
+        program="tpu/templates/tpu_lstm_keras/trainer.py", era="TF 1.x", kind="Keras fit (contrib TPU)",
+        tf1=True, args=("--use-tpu", "--model-dir={model_dir}"),
+        data="none needed: its own train_input_fn makes 100 random (5, 3) sequences (np.random); "
+             "3 epochs of 10 steps, the program's own counts",
+        extract=("tpu/templates/tpu_lstm_keras",), expect=None,
+        survey="GoogleCloudPlatform/cloudml-samples' AI Platform TPU template for Keras (also as "
+               "notebooks/tpu/templates/tpu_lstm_keras/trainer.ipynb); find_files: 1 indexed repository "
+               "holds its path; find_string: `keras_to_tpu_model(`, the TF 1.11-1.14 Keras-on-TPU call it "
+               "shows, is in 10 indexed public files"),
+    Recipe(
+        name="colab-sine-regression", repo="tensorflow/tpu", commit=TPU_2020,
+        program="tools/colab/regression_sine_data_with_keras.ipynb", cells=11, era="TF 1.x",
+        kind="Keras fit", tf1=True, args=(),
+        data="none needed: the notebook makes its own 2^18 noisy sine points (np.linspace, np.random); "
+             "code cells 1-11 (cell 12 trains a second, CPU-only model for a speed comparison); "
+             + SINE_SITE,
+        # Budget: cell 9 fits 10 epochs of 512 steps (a notebook has no flag to shrink them).
+        extract=("tools/colab/regression_sine_data_with_keras.ipynb",), expect=None, timeout=900,
+        survey="the Cloud TPU Colab 'Sine regression with Keras and TPUs' in its TF 1.14 form "
+               "(tf.contrib.distribute.TPUStrategy, tf.Session); find_files: 1 indexed repository holds "
+               "`tools/colab/regression_sine_data_with_keras.ipynb` (notebook copies are not indexed); one of "
+               "the 3 Keras-on-TPUStrategy Colabs of tools/colab whose data needs no download"),
+    Recipe(
+        name="colab-sine-regression-tf2", repo="tensorflow/tpu", commit=TPU_2021,
+        program="tools/colab/regression_sine_data_with_keras.ipynb", cells=9, era="TF 2.0-2.3",
+        kind="Keras fit", args=(),
+        data="none needed: the notebook makes its own 2^18 noisy sine points; all 9 code cells; "
+             + SINE_SITE,
+        extract=("tools/colab/regression_sine_data_with_keras.ipynb",), expect=None, timeout=900,
+        survey="the same Colab in its TF 2.x form (tf.distribute.experimental.TPUStrategy, "
+               "experimental_connect_to_cluster), as updated 2020-06-23"),
+    Recipe(
+        name="tpu-tf2-helper", repo="ashishpatel26/tpu_tf2", commit=TPU_TF2, program="tpu_tf2/tpu.py",
+        era="TF 2.0-2.3", kind="TPUStrategy bring-up (library)", args=(),
+        data="none needed: the module only brings the TPU up (COLAB_TPU_ADDR, as `tpu-compat run` sets it)",
+        extract=("tpu_tf2",), expect=None,
+        survey="a pip-packaged Colab helper (PyPI `tpu_tf2`) whose module builds the TF 2.0-2.3 "
+               "bring-up (experimental_connect_to_cluster, initialize_tpu_system, "
+               "tf.distribute.experimental.TPUStrategy) at import, for Keras notebooks to use under "
+               "`strategy.scope()`; find_files: 1 indexed repository holds `tpu_tf2/tpu.py`; the search tool "
+               "finds the same bring-up (`search` code corpus, 'TPUStrategy resolver strategy.scope "
+               "model.fit') as the opening of most TF 2 Keras TPU scripts"),
 ]
 
 
@@ -336,6 +385,29 @@ FAILURE_NOTES = {
                                 "the 900 s budget ran out in epoch 11 of 17 of cell 4's fit."),
     "simclr-tf2": ("killed at 300 s while tracing the 8-replica TF 2 training step: issue 34's slow "
                    "8-replica TF 2 loop (helper 'research')."),
+    "cloudml-tpu-lstm-keras": (
+        "a false alarm of `--fidelity tpu` on a difference of the emulation, not fixed: the Keras TPU "
+        "model's replica gets static (16, 5, 3) batches from its iterator, but inside the cloned "
+        "LSTM's while loop the TensorArray reads are (?, 3), so TF 2.21's gradient of the cell's "
+        "`mul_5` takes the dynamic-shape path: the forward loop pushes Shape values on stacks and "
+        "the backward loop's BroadcastGradientArgs/Sum read them back through StackPopV2, which "
+        "the check counts as data. TF 1.13's keras_support built the per-core model on "
+        "static-batch Input layers, where `_MulGrad` needs no shape tensors (probe at 7419fbd, "
+        "/tmp only). The error also names threading.py, not the program's line (issue 35 item 5's "
+        "class). Owner: tpu_compat.keras.tpu_model (static per-core batch for the clone)."),
+}
+
+# Why each TPUStrategy-era program that fails MIGRATED fails (docs/field.md, "Failures and
+# their reasons (migrated)"), keyed by recipe name.
+MIGRATED_NOTES = {
+    "simclr-tf2": ("killed while tracing the 8-replica TF 2 step, as its unchanged run is: issue 34's "
+                   "slow 8-replica TF 2 loop (another helper works on it)."),
+    "cloudml-tpu-lstm-keras": (
+        "`upgrade` leaves `tf.contrib.tpu.TPUDistributionStrategy` / `keras_to_tpu_model` (TPC160, "
+        "TPC161) as TODOs, and the strict run stops at the first. Their rewrite (a TPUStrategy "
+        "scope around the model's construction and compile, issue 35 item 3) is the 'migrate' "
+        "helper's work, not done here; the unchanged run's fidelity false alarm (above) would "
+        "come next."),
 }
 
 # What qualifies the latest run's numbers (load, concurrent runs, re-runs): rendered under the
@@ -358,5 +430,13 @@ RUN_NOTES = (
     "`45bceb0` was cut at 300 s by the load; it passed in 65 s) at `7b79872`; simclr-tf2 at "
     "`8cc2862` (after the compat.v2 fix; at `45bceb0` it failed strict on "
     "tf.keras.experimental.CosineDecay, left unmarked). 6 of the 7 pass.",
+    "On 2026-11-29 from 01:41 UTC (issue 35's field session) four TPUStrategy-era recipes were added "
+    "by survey and run in both columns one at a time, at load 8 to 14: cloudml-tpu-lstm-keras and "
+    "tpu-tf2-helper at `a407b96`, colab-sine-regression-tf2 at `a407b96`, colab-sine-regression "
+    "at `a407b96` with the Colab-session fix uncommitted (the same code committed as `4c143fa`; "
+    "its first run, without it, hung in cell 4's tf.Session on the Colab TPU address and was "
+    "stopped). The TPUStrategy-era count is then 9 of 11. matplotlib 3.11.2 and scikit-learn 1.9.1 (with narwhals, "
+    "threadpoolctl, pillow, contourpy, cycler, fonttools, kiwisolver) came from a second "
+    "`--site` directory for the two sine Colabs, as Colab's image had them.",
 )
 

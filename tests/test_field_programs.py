@@ -220,7 +220,24 @@ def test_the_migration_section_replaces_itself(tmp_path, monkeypatch):
     assert text.startswith("# Migrating\n\nintro\n")
     assert text.count(fp.MIGRATION_BEGIN) == 1 and text.count("## Field programs") == 1
     assert "**0 of 1**" in text and "fail (3 s, 1 TODO)" in text
+    assert "TPUStrategy-era programs" in text and "**0 of 0** migrate and pass strict" in text
     assert "abc1234567" in (tmp_path / "field.md").read_text()
+
+
+def test_the_tpustrategy_era_count_leaves_out_tpuestimator_programs(tmp_path, monkeypatch):
+    (tmp_path / "migration.md").write_text("# Migrating\n")
+    monkeypatch.setattr(fp, "MIGRATION_DOC", tmp_path / "migration.md")
+    monkeypatch.setattr(fp, "FIELD_DOC", tmp_path / "field.md")
+    recipes = [_recipe(name="est"), _recipe(name="fit", kind="Keras fit"),
+               _recipe(name="loop", kind="TPUStrategy custom loop", era="TF 2.0-2.3"),
+               _recipe(name="unrun", kind="Keras fit")]
+    results = [_row("est", "migrated", True, todos=0), _row("fit", "migrated", True, todos=0),
+               _row("loop", "migrated", False, 3.0, "E: x [a.py:1]", todos=0)]
+    assert [r.name for r in fp.strategy_era(recipes)] == ["fit", "loop", "unrun"]
+    fp.write_docs(recipes, results)
+    sentence = "**1 of 3** migrate and pass strict (2 run)"
+    assert sentence in (tmp_path / "migration.md").read_text()
+    assert sentence in (tmp_path / "field.md").read_text()
 
 
 def test_placeholders_are_filled_and_other_braces_left_alone(tmp_path):
@@ -283,3 +300,5 @@ def test_each_unchanged_failure_is_listed_with_its_reason_or_as_not_analysed():
     assert text.splitlines() == ["- **b** (E: x [b.py:1]): needs tf.contrib.slim (issue 34, research)",
                                  "- **c** (hang [c.py:2]): not analysed yet"]
     assert fp.render_failures(recipes, results[:1], {}) == "None: every program that ran passed."
+    assert fp.render_failures(recipes, results, {"d": "needs keras_to_tpu_model's rewrite"}, "migrated") \
+        == "- **d** (E): needs keras_to_tpu_model's rewrite"

@@ -177,6 +177,26 @@ def test_colab_placeholder_address_when_emulating(tmp_path):
     assert "replicas: 2" in result.stdout and "master: ''" in result.stdout
 
 
+def test_a_tf1_session_on_the_colab_tpu_address_is_local_when_emulating(tmp_path):
+    # tensorflow/tpu's TF 1.14 Colabs listed the TPU's devices through
+    # tf.Session('grpc://' + COLAB_TPU_ADDR); emulated, that address is the
+    # placeholder (or one a resolver was given), and dialing it waited forever.
+    script = tmp_path / "colab_session.py"
+    script.write_text(
+        "import os\nimport tensorflow as tf\n"
+        "with tf.Session('grpc://' + os.environ['COLAB_TPU_ADDR']) as session:\n"
+        "    print('devices:', len(session.list_devices()) > 0)\n"
+        "    print('product:', session.run(tf.constant(2) * 3))\n"
+        "resolver = tf.contrib.cluster_resolver.TPUClusterResolver('grpc://10.1.2.3:8470')\n"
+        "with tf.Session('grpc://10.1.2.3:8470') as session:\n"
+        "    print('given:', session.run(tf.constant(5)))\n")
+    result = run_cli("run", "--tf1", "--replicas", "2", str(script), env={"COLAB_TPU_ADDR": None},
+                     timeout=240)
+    assert result.returncode == 0, result.stderr
+    assert "devices: True" in result.stdout and "product: 6" in result.stdout
+    assert "given: 5" in result.stdout
+
+
 # -- as `python` runs a directory, a missing module and Ctrl-C (issue 23, item 10) ----------
 
 # What a program sees of how it was started: the same under both.

@@ -21,12 +21,25 @@ very cluster the resolver reports; a ``cluster_def`` naming exactly that cluster
 adds nothing to a session on its master, so it is dropped from the session's
 config, leaving the program's ConfigProto untouched. Any other cluster_def is
 passed on as given.
+
+The Colab TPU notebooks of TF 1.13-1.15 opened their session on the TPU host
+itself, ``tf.Session('grpc://' + os.environ['COLAB_TPU_ADDR'])`` (tensorflow/tpu's
+tools/colab notebooks of 2019, e.g. regression_sine_data_with_keras.ipynb, list
+the TPU's devices that way). On the emulated TPU (no pod) that host is this
+process, as ``resolver.master()`` says (``''``); the address is the placeholder
+``tpu-compat run`` puts in ``COLAB_TPU_ADDR`` (``.invalid``, never resolved) or an
+address an emulated resolver was given, so dialing it would wait forever. Such a
+session becomes a local one.
 """
+
+import os
 
 from tpu_compat._tf_internals import client_session as session_lib
 from tpu_compat.pod import session as pod_session
+from tpu_compat.runtime import backend as backend_lib
+from tpu_compat.runtime import resolver as resolver_lib
 
-__all__ = ["route_pod_sessions", "without_booted_cluster"]
+__all__ = ["emulated_tpu_target", "route_pod_sessions", "without_booted_cluster"]
 
 
 def _target_address(target):
@@ -52,13 +65,31 @@ def without_booted_cluster(target, config):
     return copy
 
 
+def emulated_tpu_target(target):
+    """``''`` (a local session) when ``target`` is the emulated TPU's worker address
+    with no pod running; else ``target`` itself."""
+    address = _target_address(target)
+    if not address or pod_session.current_pod() is not None:
+        return target
+    if not backend_lib.get_backend().emulated:
+        return target
+    # Read at each session: the placeholder is set when the run starts, and a
+    # resolver records its address when the program builds it.
+    emulated = {resolver_lib.EMULATED_WORKER_ADDRESS, *resolver_lib.emulated_addresses()}
+    colab = os.environ.get("COLAB_TPU_ADDR")
+    if colab:
+        emulated.add(colab)
+    return "" if address in emulated else target
+
+
 def route_pod_sessions(changes):
     """``tf.compat.v1.Session`` (and InteractiveSession, through BaseSession)
-    accepts the pod's own cluster_def on the emulated pod."""
+    accepts the pod's own cluster_def on the emulated pod, and a session on the
+    emulated TPU's worker address is a local one."""
     original = session_lib.BaseSession.__init__
 
     def __init__(self, target="", graph=None, config=None):
-        original(self, target, graph, without_booted_cluster(target, config))
+        original(self, emulated_tpu_target(target), graph, without_booted_cluster(target, config))
 
     __init__.__wrapped__ = original
     changes.replace(session_lib.BaseSession, "__init__", __init__)

@@ -26,6 +26,7 @@ from tpu_compat.runtime import topology as topology_lib
 
 __all__ = [
     "TPUClusterResolver",
+    "emulated_addresses",
     "connect_to_cluster",
     "initialize_system",
     "initialize_tpu_system",
@@ -70,6 +71,11 @@ def _grpc_address(tpu):
 # Every worker address an emulated resolver reported: a ClusterSpec made of
 # them describes the emulated TPU, so connecting to it must not dial them.
 _emulated_addresses = set()
+
+
+def emulated_addresses():
+    """The worker addresses emulated resolvers reported so far (a copy)."""
+    return set(_emulated_addresses)
 
 
 class TPUClusterResolver(native_resolver_lib.TPUClusterResolver):
