@@ -39,7 +39,7 @@ import tensorflow as tf
 from absl import logging
 
 __all__ = ["CrossReplicaOptimizer", "InputPipelineConfig", "ModeKeys", "RunConfig",
-           "TPUConfig", "TPUEstimatorSpec", "TPUStrategyEstimator"]
+           "TPUConfig", "TPUEstimatorSpec", "TPUStrategyEstimator", "init_from_checkpoint"]
 
 
 def _track_tf1_style_variables():
@@ -167,7 +167,20 @@ class CrossReplicaOptimizer(tf.compat.v1.train.Optimizer):
         return self._optimizer.compute_gradients(loss, var_list=var_list, **kwargs)
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
-        return self._optimizer.apply_gradients(grads_and_vars, global_step, name)
+        if type(self._optimizer).apply_gradients is tf.compat.v1.train.Optimizer.apply_gradients:
+            # TF's own apply_gradients sums the replicas' gradients (merge_call).
+            return self._optimizer.apply_gradients(grads_and_vars, global_step, name)
+        # An optimizer that overrides apply_gradients (BERT's AdamWeightDecayOptimizer)
+        # updates in each replica with what it is given: the replicas' gradients
+        # summed here first, dense, as CrossShardOptimizer.apply_gradients's
+        # cross_replica_sum gave them (tpu_optimizer.py, TF 1.15).
+        grads_and_vars = [(g, v) for g, v in grads_and_vars if g is not None]
+        context = tf.distribute.get_replica_context()
+        grads = [tf.convert_to_tensor(g) for g, _ in grads_and_vars]
+        if context is not None and context.num_replicas_in_sync > 1:
+            grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+        return self._optimizer.apply_gradients(
+            list(zip(grads, [v for _, v in grads_and_vars])), global_step, name)
 
     def get_slot(self, *args, **kwargs):
         return self._optimizer.get_slot(*args, **kwargs)
@@ -263,6 +276,84 @@ class _TF1Variables(tf.Module):
             trainable[:], steps[:] = saved
 
 
+_WARM_START_RECORDERS = []
+
+
+@contextlib.contextmanager
+def _recording_warm_starts(requests):
+    _WARM_START_RECORDERS.append(requests)
+    try:
+        yield
+    finally:
+        _WARM_START_RECORDERS.pop()
+
+
+def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
+    """``tf.compat.v1.train.init_from_checkpoint`` for a migrated ``model_fn`` or
+    ``scaffold_fn``: the named variables start from the checkpoint when the run
+    restores no ``model_dir`` checkpoint. (TF's own sets a graph initializer,
+    which eager TF 2 variables never run.) The mapping is TF's: checkpoint name
+    to a variable or its name, or ``'scope/'`` to ``'scope/'``."""
+    if not _WARM_START_RECORDERS:
+        raise RuntimeError("init_from_checkpoint: call it in model_fn or scaffold_fn, where "
+                           "TPUStrategyEstimator applies it before the first step")
+    if isinstance(assignment_map, dict):
+        assignment_map = list(assignment_map.items())
+    request = (os.fspath(ckpt_dir_or_file), [
+        (key, value if isinstance(value, str) else _checkpoint_name(value))
+        for key, value in assignment_map])
+    if request not in _WARM_START_RECORDERS[-1]:     # model_fn is traced per replica
+        _WARM_START_RECORDERS[-1].append(request)
+
+
+def _warm_start(checkpoint, assignment_map, by_name):
+    """Assigns the checkpoint's tensors to the variables ``assignment_map`` names
+    (checkpoint_utils._init_from_checkpoint's rules, TF 1.15), every replica's copy."""
+    if tf.io.gfile.isdir(checkpoint):
+        checkpoint = tf.train.latest_checkpoint(checkpoint)
+    reader = tf.train.load_checkpoint(checkpoint)
+    shapes = reader.get_variable_to_shape_map()
+    pairs = []
+    for tensor_name, variable_name in sorted(assignment_map):
+        if variable_name in by_name:
+            pairs.append((tensor_name, variable_name))
+            continue
+        if not tensor_name.endswith("/"):
+            raise ValueError(f"init_from_checkpoint: no variable {variable_name!r} for "
+                             f"{tensor_name!r} of {checkpoint} (the model's: {sorted(by_name)})")
+        scope = variable_name.rstrip("/")   # 'scope/': 'other_scope/' maps every variable
+        for name in sorted(by_name):
+            if not scope or name.startswith(scope + "/"):
+                rest = name[len(scope):].lstrip("/")
+                pairs.append(((tensor_name if tensor_name != "/" else "") + rest, name))
+    for tensor_name, variable_name in pairs:
+        variable = by_name[variable_name]
+        if tensor_name not in shapes:
+            raise ValueError(f"init_from_checkpoint: tensor {tensor_name!r} is not in "
+                             f"{checkpoint}")
+        if not variable.shape.is_compatible_with(shapes[tensor_name]):
+            raise ValueError(f"init_from_checkpoint: variable {variable_name!r} "
+                             f"{variable.shape} does not match {tensor_name!r} "
+                             f"{shapes[tensor_name]} of {checkpoint}")
+        variable.assign(reader.get_tensor(tensor_name))
+    logging.info("Warm-started %d variables from %s", len(pairs), checkpoint)
+
+
+_SCAFFOLD_PARTS = ("init_op", "init_feed_dict", "init_fn", "ready_op",
+                   "ready_for_local_init_op", "local_init_op", "summary_op", "saver")
+
+
+def _check_scaffold(scaffold):
+    """A Scaffold beyond ``tf.compat.v1.train.Scaffold()`` ran session code."""
+    if scaffold is None:
+        return
+    for part in _SCAFFOLD_PARTS:
+        if getattr(scaffold, part, None) is not None:
+            _refuse(f"Scaffold.{part}", type(getattr(scaffold, part)).__name__,
+                    "it ran in a TF 1 session; only init_from_checkpoint warm starts "
+                    "are migrated")
+
+
 _STRATEGIES = {}
 
 
@@ -352,6 +443,7 @@ class TPUStrategyEstimator:
                              ModeKeys.PREDICT: predict_batch_size}
         self._strategy = None
         self._state = None
+        self._warm_starts = []      # [(checkpoint, assignment map)] model_fn asked for
 
     # -- the strategy, the variables, the checkpoint -----------------------------
 
@@ -412,14 +504,16 @@ class TPUStrategyEstimator:
             kwargs["config"] = self.config
         if "labels" in arguments:
             kwargs["labels"] = labels
-        spec = self._model_fn(features=features, **kwargs)
+        with _recording_warm_starts(self._warm_starts):
+            spec = self._model_fn(features=features, **kwargs)
         if not isinstance(spec, TPUEstimatorSpec):
             raise TypeError(f"model_fn must return a TPUEstimatorSpec in mode {mode!r}, "
                             f"given: {type(spec).__name__}")
         if spec.scaffold_fn is not None:
-            _refuse("TPUEstimatorSpec.scaffold_fn", getattr(spec.scaffold_fn, "__name__", "fn"),
-                    "its Scaffold (init_from_checkpoint, a custom Saver) runs in a "
-                    "session; restore with tf.train.Checkpoint before training instead")
+            # TPUEstimator called scaffold_fn on the host after model_fn; its
+            # init_from_checkpoint calls (this module's) are recorded, not run.
+            with _recording_warm_starts(self._warm_starts):
+                _check_scaffold(spec.scaffold_fn())
         return spec
 
     def _dataset(self, input_fn, mode, replicas):
@@ -459,7 +553,7 @@ class TPUStrategyEstimator:
         with strategy.scope(), state.recording():   # creates the variables, runs nothing
             build.get_concrete_function(iterator.element_spec)
         saver = self._saver()
-        self._restore()
+        self._restore_or_warm_start()
 
         @tf.function
         def loop(iterator, iterations):
@@ -492,6 +586,19 @@ class TPUStrategyEstimator:
             self._save(saver, step)
         logging.info("Loss for final step: %s.", loss.numpy())
         return self
+
+    def _restore_or_warm_start(self, path=None):
+        """The model_dir's checkpoint; without one, the variables model_fn or
+        scaffold_fn named in init_from_checkpoint start from their checkpoints,
+        the rest from their initializers, as a TF 1 Scaffold's init_op did only
+        when no checkpoint was restored (monitored_session.py, TF 1.15)."""
+        path = path or self.latest_checkpoint()
+        if path:
+            self._restore(path)
+            return
+        by_name = {_checkpoint_name(v): v for v in self._state.all_variables()}
+        for checkpoint, assignment_map in self._warm_starts:
+            _warm_start(checkpoint, assignment_map, by_name)
 
     def _restore(self, path=None):
         """Restores ``path`` (default: the latest checkpoint in model_dir) by name,
@@ -560,7 +667,7 @@ class TPUStrategyEstimator:
 
         with strategy.scope(), state.recording():   # creates the variables, runs nothing
             step.get_concrete_function(iterator)
-        self._restore(checkpoint_path)
+        self._restore_or_warm_start(checkpoint_path)
         total_loss, metrics = 0.0, None
         for _ in range(steps):
             loss, tensors = step(iterator)

@@ -17,10 +17,10 @@ TPUConfig, InputPipelineConfig}``, ``tf.estimator.ModeKeys``
 
 What the driver does not run the TPUEstimator way gets a ``# TODO(tpu_compat)``
 line naming it and why (the driver also refuses it at run time, by name):
-``host_call``, ``scaffold_fn``, session hooks, ``export_outputs`` and exports,
-``predict``, custom ``tf.compat.v1.train.Optimizer`` subclasses (run through
-TF's V1-optimizer code under the strategy, not compared here), and
-``from ... import`` of the estimator names.
+``host_call``, session hooks, ``export_outputs`` and exports, ``predict``, and
+``from ... import`` of the estimator names. ``tf.compat.v1.train.init_from_checkpoint``
+(a ``scaffold_fn``'s warm start) becomes the driver's, which applies it before
+the first step when ``model_dir`` holds no checkpoint.
 """
 
 import dataclasses
@@ -52,16 +52,16 @@ _RENAMES.update({
     "tensorflow.tpu.CrossShardOptimizer": ("CrossReplicaOptimizer", "TPC043"),
     "tensorflow.compat.v1.tpu.CrossShardOptimizer": ("CrossReplicaOptimizer", "TPC043"),
     "tensorflow.contrib.tpu.CrossShardOptimizer": ("CrossReplicaOptimizer", "TPC054"),
+    # TF's sets a graph initializer eager variables never run; the driver's applies
+    # the warm start before the first step when model_dir holds no checkpoint.
+    "tensorflow.train.init_from_checkpoint": ("init_from_checkpoint", "TPC070"),
+    "tensorflow.compat.v1.train.init_from_checkpoint": ("init_from_checkpoint", "TPC070"),
 })
-_V1_OPTIMIZERS = {"tensorflow.train.Optimizer", "tensorflow.compat.v1.train.Optimizer"}
 
 # TPUEstimatorSpec arguments the driver does not run as TPUEstimator did, and why.
 _SPEC_TODOS = {
     "host_call": "host_call is not migrated: its outfeed to a host function has no "
                  "tf.function form here; write tf.summary calls in the training step",
-    "scaffold_fn": "scaffold_fn is not migrated: its Scaffold (init_from_checkpoint, a "
-                   "Saver) ran in a session; restore the warm-start variables with "
-                   "tf.train.Checkpoint before training",
     "training_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
     "evaluation_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
     "prediction_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
@@ -149,14 +149,10 @@ class _Migrator(cst.CSTTransformer):
         return self._leave(updated)
 
     def visit_ClassDef(self, node):
+        # A custom tf.compat.v1.train.Optimizer (BERT's AdamWeightDecayOptimizer)
+        # needs no TODO: CrossReplicaOptimizer gives its apply_gradients the
+        # replicas' summed gradients, as CrossShardOptimizer did.
         self._enter(node)
-        for base in node.bases:
-            if self._qualified(base.value) & _V1_OPTIMIZERS:
-                self._todo(node, "TPC070",
-                           f"custom V1 optimizer {node.name.value}: it runs through TF's "
-                           f"tf.compat.v1.train.Optimizer code under the strategy "
-                           f"(gradients summed across replicas before apply_gradients); "
-                           f"compare its numbers with tpu-compat verify")
 
     def leave_ClassDef(self, original, updated):
         return self._leave(updated)
