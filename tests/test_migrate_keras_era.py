@@ -219,7 +219,7 @@ def test_keras_to_tpu_model_program_migrates_and_runs_strict_with_the_same_numbe
          "tf.tpu.experimental.initialize_tpu_system(resolver)"),
         ("--tf1", "--replicas", "8"))
     code = text.split('"""', 2)[2]  # the docstring still tells the program's story
-    assert "contrib" not in code and "keras_to_tpu_model" not in code
+    assert "tf.contrib" not in code and "keras_to_tpu_model(" not in code
     assert {f"{tag}_{name}" for tag in ("before", "after")
             for name in ("loss", "accuracy", "kernel_0_sum")} == set(numbers)
     _assert_same_numbers(numbers, migrated_numbers)
