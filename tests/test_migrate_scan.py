@@ -153,6 +153,16 @@ FLAGGED = [
      [("TPC017", "high"), ("TPC007", "high")]),
     ("from tensorflow.compat.v1.distribute import experimental as de\nde.TPUStrategy(r, 2)",
      [("TPC017", "high"), ("TPC007", "high")]),
+    # Through tf.compat.v2 it is TF 2's class in every era (issue 35 item 3):
+    # a second positional is the device assignment, never steps_per_run.
+    ("import tensorflow.compat.v2 as tf\ntf.distribute.experimental.TPUStrategy(r, 4)",
+     [("TPC005", "high")]),
+    ("import tensorflow as tf\ntf.compat.v2.distribute.experimental.TPUStrategy(r, n)",
+     [("TPC005", "high")]),
+    ("from tensorflow.compat.v2.distribute import experimental as dx\n"
+     "dx.TPUStrategy(r, device_assignment=d)", [("TPC005", "high"), ("TPC006", "high")]),
+    ("import tensorflow.compat.v2 as tf\nm = tf.keras.Sequential()\n"
+     "m.compile('sgd', 'mse', experimental_steps_per_execution=4)", [("TPC016", "high")]),
     # Strategies reached through variables, found through libcst's scopes.
     ("import tensorflow as tf\ndef f():\n    return s.unwrap(v)\n"
      "s = tf.distribute.MirroredStrategy()", [("TPC015", "high")]),

@@ -92,9 +92,8 @@ def _snippets(record):
                 continue
             path = imports.module_path(symbol)
             for binding in BINDINGS:
-                # Arguments of a TF 2 callee spelled through compat.v2 are not
-                # matched yet (the callee lists name the tensorflow.* paths).
-                written = _written(path, binding, through_v2=False)
+                # A TF 2 callee's arguments are matched through a compat.v2 `tf` too.
+                written = _written(path, binding)
                 if written is not None:
                     yield (f"{binding}:{symbol}",
                            f"import {binding} as tf\nx = {written}(r, {record.name}=8)\n")

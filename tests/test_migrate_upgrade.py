@@ -66,6 +66,16 @@ REWRITES = [
      "    r,  # the resolver\n    experimental_device_assignment=da)\n"),
     ("import tensorflow.compat.v2 as tf\ns = tf.distribute.experimental.TPUStrategy(r)\n",
      "import tensorflow.compat.v2 as tf\ns = tf.distribute.TPUStrategy(r)\n"),
+    # Argument rules through a compat.v2 `tf` (issue 35 item 3): the second
+    # positional of compat.v2's class is the device assignment and stays.
+    ("import tensorflow.compat.v2 as tf\ns = tf.distribute.experimental.TPUStrategy(r, da)\n",
+     "import tensorflow.compat.v2 as tf\ns = tf.distribute.TPUStrategy(r, da)\n"),
+    ("import tensorflow.compat.v2 as tf\n"
+     "s = tf.distribute.experimental.TPUStrategy(r, device_assignment=da)\n"
+     "m.compile('sgd', experimental_steps_per_execution=2)\n",
+     "import tensorflow.compat.v2 as tf\n"
+     "s = tf.distribute.TPUStrategy(r, experimental_device_assignment=da)\n"
+     "m.compile('sgd', steps_per_execution=2)\n"),
     ("from tensorflow import distribute as dist\ns = dist.experimental.TPUStrategy(r)\n",
      "from tensorflow import distribute as dist\ns = dist.TPUStrategy(r)\n"),
     ("import tensorflow as tf\nfrom tensorflow.distribute import experimental as dx\n"

@@ -33,9 +33,10 @@ from tpu_compat.legacy.schema import (ERAS, HOOK_ARGUMENT, HOOK_ARGUMENT_OMITTED
                                       replace_module, replace_symbol)
 # Issue 35's TPUStrategy-era rewrite kinds.
 from tpu_compat.legacy.schema import (REWRITE_CALL_TO_METHOD, REWRITE_DROP_IMPORT,
-                                      REWRITE_GRAPH_LOOP, REWRITE_TF2_STRATEGY,
-                                      REWRITE_VERSION_COMPARE, call_to_method, drop_import,
-                                      graph_loop, tf2_strategy, version_compare)
+                                      REWRITE_GRAPH_LOOP, REWRITE_KERAS_TPU_SCOPE,
+                                      REWRITE_TF2_STRATEGY, REWRITE_VERSION_COMPARE,
+                                      call_to_method, drop_import, graph_loop, keras_tpu_scope,
+                                      tf2_strategy, version_compare)
 
 # What `from tpu_compat.legacy_api import *` gave before the table was split
 # (the other names above are importable by name, as they were).

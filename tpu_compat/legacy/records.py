@@ -13,8 +13,8 @@ from tpu_compat.legacy.schema import (KIND_ARGUMENT, KIND_ATTRIBUTE, KIND_METHOD
                                       reads, rename_keyword, rename_method,
                                       replace_call, replace_module, replace_symbol)
 # Issue 35's TPUStrategy-era rewrite kinds.
-from tpu_compat.legacy.schema import (call_to_method, drop_import, graph_loop, tf2_strategy,
-                                      version_compare)
+from tpu_compat.legacy.schema import (call_to_method, drop_import, graph_loop, keras_tpu_scope,
+                                      tf2_strategy, version_compare)
 
 __all__ = ["RECORDS", "get", "by_name"]
 
@@ -1321,6 +1321,7 @@ RECORDS = (
                 eras=("1.13",), removed_in="1.14",
                 replacement="build and compile the model in tf.distribute.TPUStrategy(resolver)"
                                         ".scope(), then model.fit(dataset)",
+                rewrite=keras_tpu_scope("tf.distribute.TPUStrategy"),
                 note="The returned model runs on the TPU strategy's replicas; fit's batch_size "
                           "is the global batch and an input_fn's batch is per core.",
                 symbols=("tf.contrib.tpu.keras_to_tpu_model",)),

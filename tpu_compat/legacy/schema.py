@@ -26,7 +26,8 @@ __all__ = ["ERAS", "KIND_SYMBOL", "KIND_METHOD", "KIND_ARGUMENT", "KIND_ATTRIBUT
            "REWRITE_REPLACE_SYMBOL", "REWRITE_RENAME_KEYWORD", "REWRITE_REPLACE_MODULE",
            "REWRITE_DROP_IMPORT", "REWRITE_TF2_STRATEGY", "REWRITE_CALL_TO_METHOD",
            "REWRITE_GRAPH_LOOP", "drop_import", "tf2_strategy", "call_to_method", "graph_loop",
-           "REWRITE_VERSION_COMPARE", "version_compare",
+           "REWRITE_VERSION_COMPARE", "version_compare", "REWRITE_KERAS_TPU_SCOPE",
+           "keras_tpu_scope",
            "REWRITE_KINDS", "Rewrite", "rename_method", "add_keyword", "replace_call",
            "replace_symbol", "rename_keyword", "replace_module", "LegacyAPI", "present_in_installed"]
 
@@ -166,10 +167,11 @@ REWRITE_TF2_STRATEGY = "tf2_strategy"      # the TF 1.15 class built for Keras -
 REWRITE_CALL_TO_METHOD = "call_to_method"  # f(obj, x) -> obj.<to>(x, <value>)
 REWRITE_GRAPH_LOOP = "graph_loop"          # TF 1.15's iterator loop -> its TF 2 graph-mode form
 REWRITE_VERSION_COMPARE = "version_compare"  # LooseVersion(tf.__version__) < '1.14' -> packaging's
+REWRITE_KERAS_TPU_SCOPE = "keras_tpu_scope"  # keras_to_tpu_model -> <to>(resolver).scope() around the model
 REWRITE_KINDS = (REWRITE_RENAME_METHOD, REWRITE_ADD_KEYWORD, REWRITE_REPLACE_CALL,
                  REWRITE_REPLACE_SYMBOL, REWRITE_RENAME_KEYWORD, REWRITE_REPLACE_MODULE,
                  REWRITE_DROP_IMPORT, REWRITE_TF2_STRATEGY, REWRITE_CALL_TO_METHOD,
-                 REWRITE_GRAPH_LOOP, REWRITE_VERSION_COMPARE)
+                 REWRITE_GRAPH_LOOP, REWRITE_VERSION_COMPARE, REWRITE_KERAS_TPU_SCOPE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,6 +244,13 @@ def graph_loop(to):
     ``experimental_run``, ``initialize()``) becomes ``to``, its TF 2.21 graph-mode
     form, in a module that runs a graph."""
     return Rewrite(REWRITE_GRAPH_LOOP, to)
+
+
+def keras_tpu_scope(to):
+    """TF 1.13's ``tpu_model = keras_to_tpu_model(model, strategy=TPUDistributionStrategy(r))``:
+    the statements that build (and compile) ``model`` go into ``<to>(r).scope()`` and
+    ``tpu_model`` is the model itself."""
+    return Rewrite(REWRITE_KERAS_TPU_SCOPE, to)
 
 
 def version_compare(to):

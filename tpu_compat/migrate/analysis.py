@@ -851,8 +851,10 @@ class _Evaluator:
         func = call.func
         callee = self.value(func)
         owner = self.value(func.value) if isinstance(func, cst.Attribute) else None
-        callee_name = (imports.table_name(callee.path)
-                       if isinstance(callee, imports.Imported) else None)
+        # A TF 2 callee's arguments are its arguments under either spelling:
+        # `import tensorflow.compat.v2 as tf` names the same class (issue 35 item 3).
+        callee_names = ({imports.table_name(path) for path in imports.equivalent_paths(callee.path)}
+                        if isinstance(callee, imports.Imported) else set())
         method_name = ("." + func.attr.value if isinstance(func, cst.Attribute)
                        and not isinstance(owner, imports.Imported) else None)
         depends_on = self._symbol_findings.get(id(func)) or (
@@ -861,11 +863,11 @@ class _Evaluator:
             if arg.keyword is None:
                 continue
             for record in _rules.ARGUMENT_RULES.get(arg.keyword.value, ()):
-                if callee_name in record.symbols or method_name in record.symbols:
+                if callee_names & set(record.symbols) or method_name in record.symbols:
                     site = Site("keyword", node=arg, statement=candidate.statement, call=call,
                                 depends_on=depends_on)
                     self.report(record, arg.keyword, HIGH, site)
-        if callee_name is not None:
+        if callee_names:
             self._positional_steps(candidate, callee.path, depends_on)
 
     def _positional_steps(self, candidate, path, callee_site):
@@ -877,6 +879,12 @@ class _Evaluator:
         keywords = [arg.keyword.value for arg in call.args if arg.keyword is not None]
         if path in _rules.V1_TPU_STRATEGY:
             index = 1 if len(positional) > 1 and "steps_per_run" not in keywords else None
+        elif path.startswith("tensorflow.compat.v2."):
+            # Through tf.compat.v2 the name is the v2 class in TF 1.15 as in 2.x
+            # (tensorflow/python/distribute/tpu_strategy.py, r1.15: `TPUStrategy` is
+            # exported with v1=[], `__init__(tpu_cluster_resolver, device_assignment)`):
+            # its second positional is the device assignment, never steps_per_run.
+            index = None
         else:
             kinds = [self._int_kind(arg.value) for arg in positional]
             meant = tpu_strategy_args.experimental_tpu_strategy_class(kinds, keywords)

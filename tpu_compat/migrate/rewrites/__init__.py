@@ -16,7 +16,8 @@ tests/test_migrate_upgrade.py checks that the two lists agree.
 from tpu_compat.migrate.rewrites import (add_keyword, rename_keyword, rename_method,
                                          replace_call, replace_module, replace_symbol)
 # Issue 35's TPUStrategy-era kinds.
-from tpu_compat.migrate.rewrites import call_to_method, drop_import, graph_loop, tf2_strategy
+from tpu_compat.migrate.rewrites import (call_to_method, drop_import, graph_loop, keras_tpu_scope,
+                                         tf2_strategy)
 # The era's non-TensorFlow APIs (distutils' version classes).
 from tpu_compat.migrate.rewrites import version_compare
 from tpu_compat.migrate.rewrites._edit import Edit
@@ -28,7 +29,7 @@ KINDS = {module.KIND: module for module in (rename_method, add_keyword, replace_
                                              replace_symbol, rename_keyword,
                                              replace_module)}
 KINDS.update({module.KIND: module for module in (drop_import, tf2_strategy, call_to_method,
-                                                  graph_loop, version_compare)})
+                                                  graph_loop, version_compare, keras_tpu_scope)})
 
 
 def plan(planner, finding):

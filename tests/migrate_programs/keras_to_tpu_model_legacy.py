@@ -1,0 +1,67 @@
+"""Keras on a TPU as TF 1.12/1.13 wrote it (tf.contrib.tpu.keras_to_tpu_model), in the
+shape of tensorflow/tpu's Keras Colabs and the AI Platform TPU template: absl flags,
+the contrib resolver, one model compiled before the conversion and one compiled
+after it. Issue 35's whole-program test upgrades it (each conversion becomes a
+TPUStrategy scope around the model's statements), runs the result strict and
+compares the numbers."""
+
+import numpy as np
+import tensorflow as tf
+from absl import app, flags
+
+flags.DEFINE_string("tpu", "", "TPU name or address")
+FLAGS = flags.FLAGS
+
+BATCH = 16  # the global batch: keras_to_tpu_model split it across the cores
+
+
+def data():
+    rng = np.random.RandomState(0)
+    x = rng.rand(64, 8).astype("float32")
+    y = tf.keras.utils.to_categorical(rng.randint(0, 3, 64), 3)
+    return x, y
+
+
+def dense_model():
+    return tf.keras.models.Sequential([
+        tf.keras.layers.Dense(3, activation="softmax", input_shape=(8,),
+                              kernel_initializer="ones")])
+
+
+def report(tag, tpu_model, x, y):
+    loss, accuracy = tpu_model.evaluate(x, y, batch_size=BATCH, verbose=0)
+    print(f"{tag}_loss: {loss:.6f}")
+    print(f"{tag}_accuracy: {accuracy:.6f}")
+    print(f"{tag}_kernel_0_sum: {float(np.sum(tpu_model.get_weights()[0][:, 0])):.6f}")
+
+
+def compiled_after(x, y):
+    # The template's order: converted first, compiled after the conversion.
+    model = dense_model()
+    resolver = tf.contrib.cluster_resolver.TPUClusterResolver(tpu=FLAGS.tpu)
+    tpu_model = tf.contrib.tpu.keras_to_tpu_model(
+        model, strategy=tf.contrib.tpu.TPUDistributionStrategy(resolver))
+    tpu_model.compile(optimizer=tf.keras.optimizers.SGD(lr=0.3),
+                      loss="categorical_crossentropy", metrics=["accuracy"])
+    tpu_model.fit(x, y, batch_size=BATCH, epochs=2, verbose=0, shuffle=False)
+    report("after", tpu_model, x, y)
+
+
+def main(_):
+    x, y = data()
+    # The Colab's order: built and compiled, then converted.
+    model = dense_model()
+    model.compile(loss=tf.keras.losses.categorical_crossentropy,
+                  optimizer=tf.train.GradientDescentOptimizer(learning_rate=0.5),
+                  metrics=["accuracy"])
+    tpu_model = tf.contrib.tpu.keras_to_tpu_model(
+        model,
+        strategy=tf.contrib.tpu.TPUDistributionStrategy(
+            tf.contrib.cluster_resolver.TPUClusterResolver(tpu=FLAGS.tpu)))
+    tpu_model.fit(x, y, batch_size=BATCH, epochs=2, verbose=0, shuffle=False)
+    report("before", tpu_model, x, y)
+    compiled_after(x, y)
+
+
+if __name__ == "__main__":
+    app.run(main)
