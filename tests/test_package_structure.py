@@ -95,11 +95,32 @@ def _from_module(module, node):
     return ".".join(base + ([node.module] if node.module else []))
 
 
+_PAYLOADS = {"Call", "Wrap", "Ref"}  # tpu_compat/patching/rows.py
+
+
+def _named_references(tree):
+    """``(module, name, line)`` for each ``"tpu_compat.module:name"`` a patch row's
+    payload names (``Call(...)``, ``Wrap(...)``, ``Ref(...)``, their ``args`` too):
+    imported by the installer when the row is applied, an import inside a function."""
+    found = []
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and getattr(call.func, "id", None) in _PAYLOADS):
+            continue
+        for argument in call.args + [keyword.value for keyword in call.keywords]:
+            for node in ast.walk(argument):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    module, colon, name = node.value.partition(":")
+                    if colon and module in MODULES:
+                        found.append((module, name.partition(".")[0], node.lineno))
+    return sorted(set(found), key=lambda reference: reference[2])  # a Ref in a Call: once
+
+
 @functools.lru_cache(maxsize=None)
 def _imports(module, in_functions=False):
-    """``(target module, imported name or None, line)`` for each tpu_compat import."""
+    """``(target module, imported name or None, line)`` for each tpu_compat import;
+    with ``in_functions``, the modules patch rows name for the installer to import too."""
     tree = _tree(module)
-    found = []
+    found = _named_references(tree) if in_functions else []
     for node in _import_nodes(tree, in_functions):
         if isinstance(node, ast.Import):
             found += [(alias.name, None, node.lineno) for alias in node.names
@@ -196,6 +217,16 @@ def test_the_graph_sees_the_package():
     # relative and `from package import module` imports resolve to the module
     assert "tpu_compat.estimator.graphs" in graph["tpu_compat.estimator.estimator"]
     assert "tpu_compat.keras.compile" in graph["tpu_compat.keras.routes"]
+    # a patch row's payload, named for the installer to import, is an arrow too
+    named = _graph(in_functions=True)
+    assert "tpu_compat.runtime.native_methods" in named["tpu_compat.patching.registry"]
+    assert "tpu_compat.keras.graph_mode" in named["tpu_compat.keras.routes"]
+    assert _named_references(ast.parse(
+        'f("tpu_compat.runtime.hooks:x")\n'
+        'Call("tpu_compat.runtime.hooks:instrument_library",\n'
+        '     args=(Ref("tpu_compat.runtime.emulated:EmulatedTPUExtended"),))')) == [
+        ("tpu_compat.runtime.hooks", "instrument_library", 2),
+        ("tpu_compat.runtime.emulated", "EmulatedTPUExtended", 3)]
 
 
 def test_the_circle_finder_finds_a_circle():
