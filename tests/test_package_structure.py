@@ -524,3 +524,37 @@ def test_the_architecture_page_lists_the_new_packages():
         name = MODULES[module].rpartition(os.sep)[2]
         if name != "__init__.py":
             assert name in text, f"docs/architecture.md does not list {module}"
+
+
+def test_the_architecture_page_names_every_package_and_top_level_module():
+    # Its "Layers" section: the picture of who imports whom names every subpackage;
+    # the listing below it names every subpackage and every top-level module.
+    with open(ARCHITECTURE, encoding="utf-8") as page:
+        text = page.read()
+    start = text.index("## Layers")
+    section = text[start:text.index("\n## ", start + 1)]
+    picture = section.split("```")[1]
+    packages = sorted(module.split(".")[1] for module in MODULES
+                      if module.count(".") == 1 and _is_package(module))
+    top_level = sorted(os.path.basename(MODULES[module]) for module in MODULES
+                       if module.count(".") == 1 and not _is_package(module))
+    assert len(packages) >= 14 and "cli.py" in top_level
+    assert [name for name in packages if f"{name}/" not in picture] == []
+    assert [name for name in packages if f"{name}/" not in section] == []
+    assert [name for name in top_level if name not in section] == []
+
+
+_ADAPTERS = ("keras", "estimator", "lowlevel", "contrib", "compat", "distribute")
+
+
+@pytest.mark.parametrize("lower, above", [
+    ("runtime", _ADAPTERS + ("patching",)),
+    ("pod", _ADAPTERS + ("patching", "runtime", "fidelity")),
+    ("fidelity", _ADAPTERS + ("patching", "runtime", "pod")),
+])
+def test_the_architecture_pages_picture_holds(lower, above):
+    # docs/architecture.md's picture of who imports whom, function-level imports and
+    # patch rows' payloads counted: no arrow from a lower package up.
+    assert [arrow for package in above
+            for arrow in _arrows(f"tpu_compat.{lower}", f"tpu_compat.{package}",
+                                 in_functions=True)] == []
