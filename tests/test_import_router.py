@@ -21,6 +21,7 @@ from conftest import REPO_ROOT, subprocess_env
 from tpu_compat import patching
 from tpu_compat.patching import changes as changes_lib
 from tpu_compat.patching import import_router, registry
+from tpu_compat.patching.rows import Call
 
 # interpreter: the import system (meta-path finders, __import__) changes between
 # Python versions, so CI's Python 3.12 lane runs these too.
@@ -205,8 +206,8 @@ def test_the_registry_refuses_an_order_that_breaks_a_declared_constraint():
                                          "'strategy devices': the hooks wrap"):
         registry.check_order(broken)
     with pytest.raises(ValueError, match="'nowhere', which is not a row"):
-        registry.check_order([registry.Patch("x", lambda _: None, "", after={"nowhere": "y"},
-                                            targets=("m:x",))])
+        registry.check_order([registry.Patch("x", Call("os:getpid", gets=()), "",
+                                            after={"nowhere": "y"}, targets=("m:x",))])
     # The redirects nest in table order; --tf1 only where install() is asked for it.
     assert [row.option for row in import_router.REDIRECTS] == ["tf1_imports", None, None, None, None]
 

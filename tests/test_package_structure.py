@@ -96,11 +96,32 @@ def _from_module(module, node):
     return ".".join(base + ([node.module] if node.module else []))
 
 
+_PAYLOADS = {"Call", "Wrap", "Ref"}  # tpu_compat/patching/rows.py
+
+
+def _named_references(tree):
+    """``(module, name, line)`` for each ``"tpu_compat.module:name"`` a patch row's
+    payload names (``Call(...)``, ``Wrap(...)``, ``Ref(...)``, their ``args`` too):
+    imported by the installer when the row is applied, an import inside a function."""
+    found = []
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and getattr(call.func, "id", None) in _PAYLOADS):
+            continue
+        for argument in call.args + [keyword.value for keyword in call.keywords]:
+            for node in ast.walk(argument):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    module, colon, name = node.value.partition(":")
+                    if colon and module in MODULES:
+                        found.append((module, name.partition(".")[0], node.lineno))
+    return sorted(set(found), key=lambda reference: reference[2])  # a Ref in a Call: once
+
+
 @functools.lru_cache(maxsize=None)
 def _imports(module, in_functions=False):
-    """``(target module, imported name or None, line)`` for each tpu_compat import."""
+    """``(target module, imported name or None, line)`` for each tpu_compat import;
+    with ``in_functions``, the modules patch rows name for the installer to import too."""
     tree = _tree(module)
-    found = []
+    found = _named_references(tree) if in_functions else []
     for node in _import_nodes(tree, in_functions):
         if isinstance(node, ast.Import):
             found += [(alias.name, None, node.lineno) for alias in node.names
@@ -197,6 +218,16 @@ def test_the_graph_sees_the_package():
     # relative and `from package import module` imports resolve to the module
     assert "tpu_compat.estimator.graphs" in graph["tpu_compat.estimator.estimator"]
     assert "tpu_compat.keras.compile" in graph["tpu_compat.keras.routes"]
+    # a patch row's payload, named for the installer to import, is an arrow too
+    named = _graph(in_functions=True)
+    assert "tpu_compat.runtime.native_methods" in named["tpu_compat.patching.registry"]
+    assert "tpu_compat.keras.graph_mode" in named["tpu_compat.keras.routes"]
+    assert _named_references(ast.parse(
+        'f("tpu_compat.runtime.hooks:x")\n'
+        'Call("tpu_compat.runtime.hooks:instrument_library",\n'
+        '     args=(Ref("tpu_compat.runtime.emulated:EmulatedTPUExtended"),))')) == [
+        ("tpu_compat.runtime.hooks", "instrument_library", 2),
+        ("tpu_compat.runtime.emulated", "EmulatedTPUExtended", 3)]
 
 
 def test_the_circle_finder_finds_a_circle():
@@ -494,3 +525,37 @@ def test_the_architecture_page_lists_the_new_packages():
         name = MODULES[module].rpartition(os.sep)[2]
         if name != "__init__.py":
             assert name in text, f"docs/architecture.md does not list {module}"
+
+
+def test_the_architecture_page_names_every_package_and_top_level_module():
+    # Its "Layers" section: the picture of who imports whom names every subpackage;
+    # the listing below it names every subpackage and every top-level module.
+    with open(ARCHITECTURE, encoding="utf-8") as page:
+        text = page.read()
+    start = text.index("## Layers")
+    section = text[start:text.index("\n## ", start + 1)]
+    picture = section.split("```")[1]
+    packages = sorted(module.split(".")[1] for module in MODULES
+                      if module.count(".") == 1 and _is_package(module))
+    top_level = sorted(os.path.basename(MODULES[module]) for module in MODULES
+                       if module.count(".") == 1 and not _is_package(module))
+    assert len(packages) >= 14 and "cli.py" in top_level
+    assert [name for name in packages if f"{name}/" not in picture] == []
+    assert [name for name in packages if f"{name}/" not in section] == []
+    assert [name for name in top_level if name not in section] == []
+
+
+_ADAPTERS = ("keras", "estimator", "lowlevel", "contrib", "compat", "distribute")
+
+
+@pytest.mark.parametrize("lower, above", [
+    ("runtime", _ADAPTERS + ("patching",)),
+    ("pod", _ADAPTERS + ("patching", "runtime", "fidelity")),
+    ("fidelity", _ADAPTERS + ("patching", "runtime", "pod")),
+])
+def test_the_architecture_pages_picture_holds(lower, above):
+    # docs/architecture.md's picture of who imports whom, function-level imports and
+    # patch rows' payloads counted: no arrow from a lower package up.
+    assert [arrow for package in above
+            for arrow in _arrows(f"tpu_compat.{lower}", f"tpu_compat.{package}",
+                                 in_functions=True)] == []

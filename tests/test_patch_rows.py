@@ -1,7 +1,8 @@
-"""Patch rows name their targets, and two rows on one target are ordered (issue #32).
+"""Patch rows name their payload and their targets, and two rows on one target are
+ordered (issue #32).
 
 The registry's rows (tpu_compat/patching/registry.py) and Keras's inner rows
-(tpu_compat/keras/routes.py) share one shape and one check
+(tpu_compat/keras/routes.py) share one shape, one installer and one check
 (tpu_compat/patching/rows.py). One fresh process installs with a recording
 ``Changes`` and serves the claims that need TensorFlow: every attribute a row
 replaces is one of its declared targets, and every ``sys.modules`` alias of the
@@ -23,17 +24,109 @@ from tpu_compat.patching import changes as changes_lib
 from tpu_compat.patching import import_router, registry, rows
 
 
+_NOTHING = rows.Call("os:getpid", gets=())  # a payload that changes nothing
+
+
 def _row(name, targets, after=None):
-    return rows.Patch(name, lambda _: None, "a row only this test has", targets=targets,
+    return rows.Patch(name, _NOTHING, "a row only this test has", targets=targets,
                       after=after or {})
 
 
 def test_every_row_names_its_targets():
     with pytest.raises(ValueError, match="patch 'bare': targets must be a non-empty tuple"):
-        rows.Patch("bare", lambda _: None, "changes something")
+        rows.Patch("bare", _NOTHING, "changes something")
     with pytest.raises(ValueError, match="targets must be"):
         _row("a string", "gen_nn_ops:conv2d")  # a tuple of names, not one string
     assert all(row.targets for row in registry.PATCHES)
+
+
+# -- payloads: what a row installs, as data; one installer, one undo ------------------
+
+class _Base:
+    def method(self):
+        return "original"
+
+
+class _Owner(_Base):  # inherits method: Wrap(how="add") sets it here, undo deletes it
+    pass
+
+
+def _suffixed(original, suffix):
+    return lambda self: original(self) + suffix
+
+
+def test_one_installer_applies_a_wrap_and_a_call_and_the_changes_undo_them():
+    here = sys.modules[__name__]
+    _UNDONE.clear()
+    module = __name__
+    wrap = rows.Patch("wrap", rows.Wrap(f"{module}:_Owner", "method", f"{module}:_suffixed",
+                                        args=(f"{module}:_SUFFIX",), how="add"), "a test row")
+    assert wrap.targets == (f"{module}:_Owner.method",)  # a Wrap row's target: its attribute
+    call = rows.Patch("call", rows.Call(f"{module}:_reverted_by_undo", gets=(),
+                                        args=(rows.Ref(f"{module}:_SUFFIX"), "literal"),
+                                        undo="returned"), "a test row", targets=("x:y",))
+    changes = changes_lib.Changes()
+    installation = rows.Installation(changes)
+    for row in (wrap, call):
+        row.apply(installation)
+    assert here._Owner().method() == "original!" and "method" in vars(here._Owner)
+    changes.undo()
+    assert _UNDONE == [("!", "literal")]
+    assert here._Owner().method() == "original" and "method" not in vars(here._Owner)
+
+
+_SUFFIX = "!"
+_UNDONE = []
+
+
+def _reverted_by_undo(suffix, literal):
+    return lambda: _UNDONE.append((suffix, literal))
+
+
+def test_a_payload_that_is_not_data_is_refused():
+    with pytest.raises(ValueError, match="payload must be a Call or a Wrap"):
+        rows.Patch("function", lambda installation: None, "x", targets=("m:x",))
+    with pytest.raises(ValueError, match=r"gets names parts of \('changes', 'router', "
+                                         r"'policy'\) \(got \('session',\)\)"):
+        rows.Call("m:f", gets=("session",))
+    with pytest.raises(ValueError, match="how is one of"):
+        rows.Wrap("m:C", "f", "m:g", how="swap")
+
+
+def test_only_rows_needing_just_the_changes_stand_alone():
+    # apply_alone reads what a row needs from its payload: the router, the policy.
+    needs_more = {row.name for row in registry.PATCHES
+                  if row.option or row.each_call or set(row.gets) - {"changes"}}
+    assert {"keras", "import redirects", "estimator", "tf1", "warning policy"} <= needs_more
+    for name in sorted(needs_more):
+        with pytest.raises(ValueError, match=f"patch {name!r} cannot be applied outside"):
+            registry.apply_alone(name, changes_lib.Changes())
+    with pytest.raises(ValueError, match="'nope' is not a row of the registry"):
+        registry.apply_alone("nope", changes_lib.Changes())
+
+
+def _defines(module, name):
+    tree = ast.parse((pathlib.Path(REPO_ROOT) / (module.replace(".", "/") + ".py"))
+                     .read_text(encoding="utf-8"))
+    return any(getattr(node, "name", None) == name
+               or (isinstance(node, ast.Assign)
+                   and any(getattr(t, "id", None) == name for t in node.targets))
+               for node in tree.body)
+
+
+@pytest.mark.requires_tf  # keras/routes imports keras/compile, which imports TensorFlow
+def test_every_payload_names_a_function_tpu_compat_defines():
+    # Read from the source: no TensorFlow. The tables name; the installer imports.
+    from tpu_compat.keras import routes  # pylint: disable=import-outside-toplevel
+    named = []
+    for row in registry.PATCHES + routes.TF_KERAS_PATCHES + routes.KERAS3_PATCHES:
+        payload = row.payload
+        named.append(payload.function if isinstance(payload, rows.Call) else payload.wrapper)
+        named += [arg.name for arg in getattr(payload, "args", ()) if isinstance(arg, rows.Ref)]
+    assert len(named) >= 30
+    missing = [name for name in named if not name.startswith("tpu_compat.")
+               or not _defines(*name.split(":"))]
+    assert missing == []
 
 
 def test_two_unordered_rows_on_one_target_are_refused_naming_both_and_the_target():
@@ -141,7 +234,7 @@ def test_each_alias_is_made_by_a_row_and_says_why():
 # -- one installation, recorded --------------------------------------------------------
 
 _RECORD = textwrap.dedent("""
-    import dataclasses, json, sys
+    import json, sys
     import tensorflow as tf
     import tf_keras
     from tpu_compat.patching import changes as changes_lib, import_router, registry, rows
@@ -158,21 +251,21 @@ _RECORD = textwrap.dedent("""
     changes_lib.Changes.replace = recording(changes_lib.Changes.replace)
     changes_lib.Changes.add = recording(changes_lib.Changes.add)
 
-    def watched(row, prefix=""):
-        def apply(context):
-            current.append(prefix + row.name)
-            try:
-                row.apply(context)
-            finally:
-                current.pop()
-        return dataclasses.replace(row, apply=apply)
-
-    registry.PATCHES = tuple(watched(row) for row in registry.PATCHES)
-    tables = {"": registry.PATCHES}
     from tpu_compat.keras import routes
-    routes.TF_KERAS_PATCHES = tuple(watched(row, "keras/") for row in routes.TF_KERAS_PATCHES)
-    tables["keras/"] = routes.TF_KERAS_PATCHES
-    tables["keras 3/"] = routes.KERAS3_PATCHES
+    tables = {"": registry.PATCHES, "keras/": routes.TF_KERAS_PATCHES,
+              "keras 3/": routes.KERAS3_PATCHES}
+    install_row = rows.Patch.apply  # the one installer every table's rows go through
+
+    def watched(row, installation):
+        prefix = next(prefix for prefix, table in tables.items()
+                      if any(row is member for member in table))
+        current.append(prefix + row.name)
+        try:
+            install_row(row, installation)
+        finally:
+            current.pop()
+
+    rows.Patch.apply = watched
     registry.install()
     aliases = {alias.name: sys.modules.get(alias.name) is import_router.alias_target(alias)
                for alias in import_router.ALIASES}

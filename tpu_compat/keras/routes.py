@@ -43,13 +43,9 @@ import functools
 import importlib.util
 import sys
 
-from tpu_compat.patching.rows import Patch, check_order
-from tpu_compat.runtime import hooks
+from tpu_compat.patching.rows import Call, Installation, Patch, Wrap, check_order
 from tpu_compat.keras.compile import (  # Keras3LimitationError: importable from here
-    LEGACY_KERAS_ADVICE, Keras3LimitationError, keras3_compile, tf_keras_compile)
-from tpu_compat.keras.graph_mode import (
-    emulated_train_step_fn, emulated_validation_loop, metric_variables_are_local,
-    multi_step_fit_loop, pod_session)
+    LEGACY_KERAS_ADVICE, Keras3LimitationError)
 
 __all__ = ["KERAS3_PATCHES", "Keras3LimitationError", "LEGACY_KERAS_ADVICE", "TF_KERAS_PATCHES",
            "route_keras"]
@@ -57,97 +53,17 @@ __all__ = ["KERAS3_PATCHES", "Keras3LimitationError", "LEGACY_KERAS_ADVICE", "TF
 
 # -- the rows: one change each, in the order they are made ---------------------
 #
-# Rows of the registry's kind (tpu_compat/patching/rows.py): each names what it
-# replaces, one that must wrap another says so in ``after``, check_order refuses
-# two rows on one target without it. Each ``apply`` gets the installation
-# (its ``changes``: undone last first by uninstall(); its import ``router``).
-# pylint: disable=import-outside-toplevel,protected-access
-
-def _multi_host(installation):
-    from tf_keras.src.engine import training
-    from tpu_compat.keras import pod
-    installation.changes.replace(training, "_is_tpu_multi_host",
-                                 pod.emulated_pods_are_tpu_pods(training._is_tpu_multi_host))
-
-
-def _compile(installation):
-    from tf_keras.src.engine import training
-    installation.changes.add(training.Model, "compile", tf_keras_compile(training.Model.compile))
-
-
-def _metric_variables(installation):
-    from tf_keras.src.metrics import base_metric
-    installation.changes.add(base_metric.Metric, "add_weight",
-                             metric_variables_are_local(base_metric.Metric.add_weight))
-
-
-def _era_names(installation):
-    from tpu_compat.keras import era
-    era.patch_tf_keras(installation.changes, installation.router)
-
-
-def _batch_norm_moments(installation):
-    from tpu_compat.keras import batch_norm_moments
-    batch_norm_moments.patch_tf_keras(installation.changes)
-
-
-def _placeholder_units(installation):
-    from tpu_compat.keras import placeholder_units
-    placeholder_units.patch_tf_keras(installation.changes)
-
-
-def _optimizer_base(installation):
-    from tpu_compat.keras import optimizer_base
-    optimizer_base.patch_tf_keras(installation.changes, installation.router)
-
-
-def _tf_keras_hooks(installation):
-    hooks.instrument_library(installation.changes, "tf_keras")
-
-
-def _fit_loop(installation):
-    from tf_keras.src.engine import training_arrays_v1, training_distributed_v1
-    from tf_keras.src.engine import training_utils_v1
-    installation.changes.replace(training_arrays_v1, "fit_loop", multi_step_fit_loop(
-        training_arrays_v1.fit_loop, training_distributed_v1, training_utils_v1))
-
-
-def _train_step(installation):
-    from tf_keras.src import backend
-    from tf_keras.src.distribute import distributed_training_utils_v1
-    from tf_keras.src.engine import training_distributed_v1
-    installation.changes.replace(
-        training_distributed_v1, "_make_train_step_fn", emulated_train_step_fn(
-            training_distributed_v1._make_train_step_fn, training_distributed_v1,
-            distributed_training_utils_v1, backend))
-
-
-def _pod_session(installation):
-    from tf_keras.src import backend
-    installation.changes.replace(backend, "configure_and_create_distributed_session",
-                                 pod_session(backend.configure_and_create_distributed_session,
-                                             backend))
-
-
-def _validation_loop(installation):
-    from tf_keras.src.engine import training_arrays_v1, training_distributed_v1
-    installation.changes.replace(
-        training_distributed_v1, "experimental_tpu_test_loop", emulated_validation_loop(
-            training_distributed_v1.experimental_tpu_test_loop, training_arrays_v1))
-
-
-def _keras3_compile(installation):
-    from keras.src.trainers import trainer
-    installation.changes.add(trainer.Trainer, "compile", keras3_compile(trainer.Trainer.compile))
-
-
-def _keras3_hooks(installation):
-    hooks.instrument_library(installation.changes, "keras")
-# pylint: enable=import-outside-toplevel,protected-access
-
+# Rows of the registry's kind (tpu_compat/patching/rows.py): each names its payload
+# (a Wrap: the attribute it replaces and the wrapper that replaces it; a Call: the
+# function that makes the change) and what it replaces; one that must wrap another
+# says so in ``after``, check_order refuses two rows on one target without it.
+# Patch.apply installs each into the installation (its ``changes``: undone last
+# first by uninstall(); its import ``router``).
 
 _ENGINE = "tf_keras.src.engine"
-_COMPILE = f"{_ENGINE}.training:Model.compile"
+_TRAINING = f"{_ENGINE}.training"
+_DISTRIBUTED = f"{_ENGINE}.training_distributed_v1"
+_COMPILE = f"{_TRAINING}:Model.compile"
 _OUTERMOST = "outermost: the hooks see the user's call, not tpu_compat's"
 # tf_keras's API modules (tf.keras.experimental, tf_keras.mixed_precision, ...) are one
 # name each (rows.module_name); tf.keras.* import statements get them (router ALIASES).
@@ -157,16 +73,18 @@ _ERA_NAMES = ("CosineDecay", "CosineDecayRestarts", "LinearCosineDecay",
 
 # tf_keras (Keras 2), patched when install() runs or when it is first imported.
 TF_KERAS_PATCHES = (
-    Patch("multi-host check", _multi_host,
-          "an emulated pod counts as a TPU pod for tf_keras's multi-host checks (keras/pod)",
-          targets=(f"{_ENGINE}.training:_is_tpu_multi_host",)),
-    Patch("compile", _compile,
-          "Model.compile: steps_per_run as steps_per_execution, TPC016 (keras/compile)",
-          targets=(_COMPILE,)),
-    Patch("metric variables", _metric_variables,
-          "Metric.add_weight: metric variables local to each replica (keras/graph_mode)",
-          targets=("tf_keras.src.metrics.base_metric:Metric.add_weight",)),
-    Patch("era names", _era_names,
+    Patch("multi-host check",
+          Wrap(_TRAINING, "_is_tpu_multi_host", "tpu_compat.keras.pod:emulated_pods_are_tpu_pods"),
+          "an emulated pod counts as a TPU pod for tf_keras's multi-host checks (keras/pod)"),
+    Patch("compile",
+          Wrap(f"{_TRAINING}:Model", "compile", "tpu_compat.keras.compile:tf_keras_compile",
+               how="add"),
+          "Model.compile: steps_per_run as steps_per_execution, TPC016 (keras/compile)"),
+    Patch("metric variables",
+          Wrap("tf_keras.src.metrics.base_metric:Metric", "add_weight",
+               "tpu_compat.keras.graph_mode:metric_variables_are_local", how="add"),
+          "Metric.add_weight: metric variables local to each replica (keras/graph_mode)"),
+    Patch("era names", Call("tpu_compat.keras.era:patch_tf_keras", gets=("changes", "router")),
           "TF 2.0-2.3's tf.keras.experimental and mixed_precision.experimental names "
           "(keras/era)",
           targets=tuple(f"tf_keras.experimental:{name}" for name in _ERA_NAMES)
@@ -175,43 +93,53 @@ TF_KERAS_PATCHES = (
              "tf.keras.experimental", "tf.keras.mixed_precision:experimental",
              "sys.modules:tensorflow.keras.mixed_precision",
              "sys.modules:tensorflow.keras.experimental")),
-    Patch("batch-norm moments", _batch_norm_moments,
+    Patch("batch-norm moments", Call("tpu_compat.keras.batch_norm_moments:patch_tf_keras"),
           "the TPU batch-norm subclasses' _moments, as TF 1.15 computed them "
           "(keras/batch_norm_moments)",
           targets=("tf_keras.src.layers.normalization.batch_normalization:"
                    "BatchNormalizationBase.__init__",)),
-    Patch("placeholder units", _placeholder_units,
+    Patch("placeholder units", Call("tpu_compat.keras.placeholder_units:patch_tf_keras"),
           "Dense(-1): sized in the parent's build (keras/placeholder_units)",
           targets=("tf_keras.src.layers.core.dense:Dense.__init__",)),
-    Patch("optimizer base", _optimizer_base,
+    Patch("optimizer base",
+          Call("tpu_compat.keras.optimizer_base:patch_tf_keras", gets=("changes", "router")),
           "tf.keras.optimizers.Optimizer is OptimizerV2, the class TF 2.x programs "
           "subclass (keras/optimizer_base)",
           targets=("tf_keras.optimizers:Optimizer", "tf.keras.optimizers:Optimizer",
                    "sys.modules:tensorflow.keras.optimizers")),
-    Patch("tf_keras hooks", _tf_keras_hooks,
+    Patch("tf_keras hooks", Call("tpu_compat.runtime.hooks:instrument_library", args=("tf_keras",)),
           "the legacy table's hooks on tf_keras (runtime/hooks)",
           targets=(_COMPILE,), after={"compile": _OUTERMOST}),
-    Patch("fit loop", _fit_loop,
-          "fit with steps_per_run > 1 on the emulated TPU: TF 1.15's loop (keras/graph_mode)",
-          targets=(f"{_ENGINE}.training_arrays_v1:fit_loop",)),
-    Patch("train step", _train_step,
+    Patch("fit loop",
+          Wrap(f"{_ENGINE}.training_arrays_v1", "fit_loop",
+               "tpu_compat.keras.graph_mode:multi_step_fit_loop",
+               args=(_DISTRIBUTED, f"{_ENGINE}.training_utils_v1")),
+          "fit with steps_per_run > 1 on the emulated TPU: TF 1.15's loop (keras/graph_mode)"),
+    Patch("train step",
+          Wrap(_DISTRIBUTED, "_make_train_step_fn",
+               "tpu_compat.keras.graph_mode:emulated_train_step_fn",
+               args=(_DISTRIBUTED, "tf_keras.src.distribute.distributed_training_utils_v1",
+                     "tf_keras.src.backend")),
           "that loop's step function reduces each output across the replicas "
-          "(keras/graph_mode)",
-          targets=(f"{_ENGINE}.training_distributed_v1:_make_train_step_fn",)),
-    Patch("pod session", _pod_session,
-          "Keras's distributed session on the emulated pod's master (keras/graph_mode)",
-          targets=("tf_keras.src.backend:configure_and_create_distributed_session",)),
-    Patch("validation loop", _validation_loop,
-          "validation inside that fit loop (keras/graph_mode)",
-          targets=(f"{_ENGINE}.training_distributed_v1:experimental_tpu_test_loop",)),
+          "(keras/graph_mode)"),
+    Patch("pod session",
+          Wrap("tf_keras.src.backend", "configure_and_create_distributed_session",
+               "tpu_compat.keras.graph_mode:pod_session", args=("tf_keras.src.backend",)),
+          "Keras's distributed session on the emulated pod's master (keras/graph_mode)"),
+    Patch("validation loop",
+          Wrap(_DISTRIBUTED, "experimental_tpu_test_loop",
+               "tpu_compat.keras.graph_mode:emulated_validation_loop",
+               args=(f"{_ENGINE}.training_arrays_v1",)),
+          "validation inside that fit loop (keras/graph_mode)"),
 )
 
 # Keras 3 (the ``keras`` package when it is Keras 3), likewise.
 KERAS3_PATCHES = (
-    Patch("keras 3 compile", _keras3_compile,
-          "Trainer.compile: TPC016, and Keras 3's limits refused at compile (keras/compile)",
-          targets=("keras.src.trainers.trainer:Trainer.compile",)),
-    Patch("keras 3 hooks", _keras3_hooks,
+    Patch("keras 3 compile",
+          Wrap("keras.src.trainers.trainer:Trainer", "compile",
+               "tpu_compat.keras.compile:keras3_compile", how="add"),
+          "Trainer.compile: TPC016, and Keras 3's limits refused at compile (keras/compile)"),
+    Patch("keras 3 hooks", Call("tpu_compat.runtime.hooks:instrument_library", args=("keras",)),
           "the legacy table's hooks on Keras 3 (runtime/hooks)",
           targets=("keras.src.trainers.trainer:Trainer.compile",),
           after={"keras 3 compile": _OUTERMOST}),
@@ -252,14 +180,15 @@ def _patch_keras3(installation, package):
 _PACKAGES = {"tf_keras": _patch_tf_keras, "keras": _patch_keras3}
 
 
-def route_keras(installation):
+def route_keras(changes, router):
     """Walks the rows of tf_keras and Keras 3 now, or when each is first imported.
 
-    ``installation`` is the registry's: its ``changes`` record every change
-    (uninstall() undoes them, last first); a package not imported yet is
-    patched on load by its ``router``, the installation's import router
+    The registry's "keras" row: ``changes`` records every change (uninstall()
+    undoes them, last first); a package not imported yet is patched on load by
+    ``router``, the installation's import router
     (:mod:`tpu_compat.patching.import_router`).
     """
+    installation = Installation(changes, router)
     for name, patch in _PACKAGES.items():
         if name in sys.modules:
             patch(installation, sys.modules[name])

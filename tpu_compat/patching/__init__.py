@@ -2,8 +2,9 @@
 
 * :mod:`~tpu_compat.patching.registry`: the rows ``install()`` walks, in a
   declared order with the reason for each constraint, and install/uninstall;
-* :mod:`~tpu_compat.patching.rows`: a row's shape (what it replaces: its
-  targets) and the order check, shared with Keras's inner rows;
+* :mod:`~tpu_compat.patching.rows`: a row's shape (what it installs: its
+  payload, as data; what it replaces: its targets), the one installer and the
+  order check, shared with Keras's inner rows;
 * :mod:`~tpu_compat.patching.changes`: the record of one installation and the
   one undo rule (last change first);
 * :mod:`~tpu_compat.patching.namespaces`: TensorFlow's API modules -> the

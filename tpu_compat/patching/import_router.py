@@ -41,7 +41,7 @@ from typing import Optional
 from tpu_compat import _callsite
 
 __all__ = ["ALIASES", "REDIRECTS", "Alias", "ImportRouter", "Redirect", "alias_target",
-           "aliases", "tf1_import_route"]
+           "aliases", "redirect_enabled", "tf1_import_route"]
 
 # This module's frames sit inside every import of the program: the runner
 # leaves them out of the program's traceback (tpu_compat._callsite).
@@ -149,6 +149,13 @@ def alias_target(row):
 def _load(target):
     module_name, attribute = target.split(":")
     return getattr(importlib.import_module(module_name), attribute)
+
+
+def redirect_enabled(router, option=None):
+    """Enables, in ``router``, every row of :data:`REDIRECTS` that ``option`` (None:
+    the default rows) enables: the registry's "import redirects" and "tf1" rows."""
+    for row in router.enabled(option):
+        router.redirect(row)
 
 
 def tf1_import_route(changes):

@@ -6,7 +6,9 @@ order it makes them. A row that must come after another names it in
 and by the tests) refuses a table whose order breaks one, and each row names its
 ``targets``, what it replaces: two rows on one target must be ordered by
 ``after`` (:mod:`~tpu_compat.patching.rows`). ``install()`` walks
-the rows; each change is recorded in the installation's
+the rows, applying each row's payload (what it installs, named as data:
+:class:`~tpu_compat.patching.rows.Call`, :class:`~tpu_compat.patching.rows.Wrap`)
+with the one installer, ``Patch.apply``; each change is recorded in the installation's
 :class:`~tpu_compat.patching.changes.Changes`, and ``uninstall()`` undoes
 them last first (the one undo rule).
 
@@ -16,119 +18,17 @@ every call applies on top of the previous one (``each_call``).
 """
 
 import contextlib
-import dataclasses
 import threading
-from typing import Optional
 
-from tpu_compat import deprecation, settings
+from tpu_compat import settings
 from tpu_compat.patching import rows as rows_lib
 from tpu_compat.patching.changes import Changes
 from tpu_compat.patching.import_router import ImportRouter
-# The row's shape (Patch: importable from here, as before).
-from tpu_compat.patching.rows import Patch
+# The row's shape (Patch: importable from here, as before) and its payloads.
+from tpu_compat.patching.rows import Call, Installation, Patch, Ref
 
 __all__ = ["PATCHES", "InstallHandle", "Patch", "apply_alone", "check_order", "install",
            "is_installed", "uninstall"]
-
-
-@dataclasses.dataclass(frozen=True)
-class _Installation:
-    """What a row's ``apply`` gets: the record, the import router, the call's arguments."""
-
-    changes: Changes
-    router: ImportRouter
-    policy: Optional[str]
-
-
-# -- the rows' actions (each imports what it needs: this module stays light) -------
-
-def _warning_policy(installation):
-    installation.changes.on_undo(deprecation.apply_policy(installation.policy))
-
-
-def _autograph_rule(installation):
-    from tpu_compat.runtime import autograph_rules  # pylint: disable=import-outside-toplevel
-    remove_rule = autograph_rules.exclude()
-    if remove_rule is not None:
-        installation.changes.on_undo(remove_rule)
-
-
-def _api_routes(installation):
-    from tpu_compat.patching import namespaces  # pylint: disable=import-outside-toplevel
-    namespaces.route_namespaces(installation.changes)
-
-
-def _removed_methods(installation):
-    from tpu_compat.runtime import native_methods  # pylint: disable=import-outside-toplevel
-    native_methods.add_removed_methods(installation.changes)
-
-
-def _strategy_devices(installation):
-    from tpu_compat.runtime import devices  # pylint: disable=import-outside-toplevel
-    devices.route_strategy_devices(installation.changes)
-
-
-def _replica_all_reduce(installation):
-    from tpu_compat.lowlevel import replica_all_reduce  # pylint: disable=import-outside-toplevel
-    replica_all_reduce.patch_all_reduce(installation.changes)
-
-
-def _replica_collections(installation):
-    from tpu_compat.lowlevel import replica_collections  # pylint: disable=import-outside-toplevel
-    replica_collections.patch_collections(installation.changes)
-
-
-def _empty_batches(installation):
-    from tpu_compat.runtime import empty_batches  # pylint: disable=import-outside-toplevel
-    empty_batches.guard_empty_batches(installation.changes)
-
-
-def _device_input(installation):
-    from tpu_compat.runtime import device_input  # pylint: disable=import-outside-toplevel
-    device_input.quiet_device_pipelines(installation.changes)
-
-
-def _protobuf_text(installation):
-    from tpu_compat.runtime import protobuf_text  # pylint: disable=import-outside-toplevel
-    protobuf_text.write_graph_without_float_format(installation.changes)
-
-
-def _numerics(installation):
-    # pylint: disable=import-outside-toplevel
-    from tpu_compat.fidelity import numerics
-    from tpu_compat.runtime import emulated
-    # fidelity/ sits below runtime/: the emulated TPU's class is handed down here.
-    numerics.install(installation.changes, emulated.EmulatedTPUExtended)
-
-
-def _pod_sessions(installation):
-    from tpu_compat.runtime import pod_sessions  # pylint: disable=import-outside-toplevel
-    pod_sessions.route_pod_sessions(installation.changes)
-
-
-def _tensorflow_hooks(installation):
-    from tpu_compat.runtime import hooks  # pylint: disable=import-outside-toplevel
-    hooks.instrument_library(installation.changes, "tensorflow")
-
-
-def _keras(installation):
-    from tpu_compat.keras import routes  # pylint: disable=import-outside-toplevel
-    routes.route_keras(installation)
-
-
-def _import_redirects(installation):
-    for row in installation.router.enabled():
-        installation.router.redirect(row)
-
-
-def _estimator(installation):
-    from tpu_compat.patching import namespaces  # pylint: disable=import-outside-toplevel
-    namespaces.route_estimator(installation.changes, installation.router)
-
-
-def _tf1(installation):
-    for row in installation.router.enabled("tf1_imports"):
-        installation.router.redirect(row)
 
 
 # What the rows below replace (rows.target_name names them; tests/test_patch_rows.py
@@ -183,46 +83,52 @@ _TENSORFLOW_HOOK_TARGETS = (
 _IMPORT = "builtins:__import__"
 
 PATCHES = (
-    Patch("warning policy", _warning_policy,
+    Patch("warning policy", Call("tpu_compat.deprecation:apply_policy", gets=("policy",),
+                                 undo="returned"),
           "warnings.filters for TPUCompatDeprecationWarning (deprecation.apply_policy)",
           each_call=True,
           targets=("warnings:filters",)),
-    Patch("autograph rule", _autograph_rule,
+    Patch("autograph rule",
+          Call("tpu_compat.runtime.autograph_rules:exclude", gets=(), undo="returned"),
           "autograph's CONVERSION_RULES: do not convert tpu_compat (runtime/autograph_rules)",
           targets=("config:CONVERSION_RULES",)),
-    Patch("API routes", _api_routes,
+    Patch("API routes", Call("tpu_compat.patching.namespaces:route_namespaces"),
           "every TensorFlow API module: TPUStrategy*, TPUClusterResolver, the TPU "
           "system calls, tf.compat.v1.tpu, device names -> adapters (namespaces.routes)",
           targets=_API_ROUTE_TARGETS),
-    Patch("removed methods", _removed_methods,
+    Patch("removed methods", Call("tpu_compat.runtime.native_methods:add_removed_methods"),
           "TensorFlow's own strategies get the methods TF 2.4 removed "
           "(runtime/native_methods)",
           targets=_REMOVED_METHOD_TARGETS),
-    Patch("strategy devices", _strategy_devices,
+    Patch("strategy devices", Call("tpu_compat.runtime.devices:route_strategy_devices"),
           "Mirrored/OneDevice strategies' device arguments resolved on the emulated TPU "
           "(runtime/devices)",
           targets=_STRATEGY_DEVICE_TARGETS),
-    Patch("replica all-reduce", _replica_all_reduce,
+    Patch("replica all-reduce", Call("tpu_compat.lowlevel.replica_all_reduce:patch_all_reduce"),
           "ReplicaContext.all_reduce on the emulated TPU: its gradient without "
           "custom_gradient's walk through every replica's graph (lowlevel/replica_all_reduce)",
           targets=("distribute_lib:ReplicaContextBase.all_reduce",)),
-    Patch("replica collections", _replica_collections,
+    Patch("replica collections", Call("tpu_compat.lowlevel.replica_collections:patch_collections"),
           "each emulated replica reads only its own entries of the losses and update-ops "
           "collections, as the one replica a TPU program built (lowlevel/replica_collections)",
           targets=("ops:Graph.add_to_collection", "ops:Graph.get_collection")),
-    Patch("empty batches", _empty_batches,
+    Patch("empty batches", Call("tpu_compat.runtime.empty_batches:guard_empty_batches"),
           "with oneDNN on, the emulated replicas' convolutions give an empty batch "
           "a TPU core's result (runtime/empty_batches)",
           targets=_EMPTY_BATCH_TARGETS),
-    Patch("device input", _device_input,
+    Patch("device input", Call("tpu_compat.runtime.device_input:quiet_device_pipelines"),
           "per-device input pipelines on the emulated TPU run without tf.data "
           "autotuning, so destroying their iterators does not stall (runtime/device_input)",
           targets=("multi_device_iterator_ops:_create_device_dataset",)),
-    Patch("protobuf text", _protobuf_text,
+    Patch("protobuf text",
+          Call("tpu_compat.runtime.protobuf_text:write_graph_without_float_format"),
           "TF 2.14-2.20's write_graph (graph.pbtxt of every Estimator train) works with "
           "protobuf 7, which removed the float_format it passes (runtime/protobuf_text)",
           targets=("graph_io:text_format",)),
-    Patch("numerics", _numerics,
+    Patch("numerics",
+          # fidelity/ sits below runtime/: the emulated TPU's class is handed down here.
+          Call("tpu_compat.fidelity.numerics:install",
+               args=(Ref("tpu_compat.runtime.emulated:EmulatedTPUExtended"),)),
           "--numerics tpu: the gen_*_ops functions of float32 matmuls, einsums and "
           "convolutions round their operands in replica steps (fidelity/numerics)",
           targets=_NUMERICS_TARGETS,
@@ -230,32 +136,36 @@ PATCHES = (
                                   "outside the empty-batch guard, so the guard pads the "
                                   "rounded operands (the order the ops run in on a TPU "
                                   "does not matter: padding rows are zeros)"}),
-    Patch("pod sessions", _pod_sessions,
+    Patch("pod sessions", Call("tpu_compat.runtime.pod_sessions:route_pod_sessions"),
           "tf.compat.v1.Session on the emulated pod's master accepts the pod's own "
           "cluster_def, as a Cloud TPU pod's did (runtime/pod_sessions)",
           targets=("session:BaseSession.__init__",)),
-    Patch("tensorflow hooks", _tensorflow_hooks,
+    Patch("tensorflow hooks",
+          Call("tpu_compat.runtime.hooks:instrument_library", args=("tensorflow",)),
           "the table's hooks on TensorFlow's own classes (runtime/hooks, legacy_api)",
           after={"strategy devices": "the hooks wrap the routed __init__ and so see "
                                      "the user's call, not tpu_compat's"},
           targets=_TENSORFLOW_HOOK_TARGETS),
-    Patch("keras", _keras,
+    Patch("keras", Call("tpu_compat.keras.routes:route_keras", gets=("changes", "router")),
           "tf_keras and Keras 3 under the adapters, now or when first imported "
           "(keras/routes: compile, fit loops, metric variables, era names, their hooks)",
           # its inner rows' targets (keras/routes.py's tables) are all below these
           targets=("tf_keras", "keras", "tf.keras", "sys:meta_path",
                    "sys.modules:tensorflow.keras")),
-    Patch("import redirects", _import_redirects,
+    Patch("import redirects", Call("tpu_compat.patching.import_router:redirect_enabled",
+                                   gets=("router",)),
           "the program's tensorflow.python.keras and tensorflow.contrib imports, and "
           "tf.contrib on compat.v1 (import_router.REDIRECTS)",
           targets=(_IMPORT, "tf:contrib")),
-    Patch("estimator", _estimator,
+    Patch("estimator",
+          Call("tpu_compat.patching.namespaces:route_estimator", gets=("changes", "router")),
           "tf.estimator / tf.compat.v1.estimator(.tpu) on the API roots and in "
           "sys.modules (namespaces.route_estimator)",
           targets=("tf:estimator", "sys.modules:tensorflow.estimator",
                    "sys.modules:tensorflow.compat.v1.estimator",
                    "sys.modules:tensorflow.compat.v2.estimator")),
-    Patch("tf1", _tf1,
+    Patch("tf1", Call("tpu_compat.patching.import_router:redirect_enabled", gets=("router",),
+                      args=("tf1_imports",)),
           "--tf1: TF 1.x behaviour, and the program's `import tensorflow` is "
           "tf.compat.v1 (import_router.tf1_import_route)",
           after={"estimator": "every other row is made as a plain install() makes "
@@ -288,12 +198,9 @@ def apply_alone(name, changes):
     if name not in rows:
         raise ValueError(f"{name!r} is not a row of the registry; rows: {sorted(rows)}")
     row = rows[name]
-    if row.option is not None or row.each_call or name in _NEEDS_THE_ROUTER:
+    if row.option is not None or row.each_call or {"router", "policy"} & set(row.gets):
         raise ValueError(f"patch {name!r} cannot be applied outside install()")
-    row.apply(_Installation(changes, None, None))
-
-
-_NEEDS_THE_ROUTER = frozenset({"keras", "import redirects", "estimator", "tf1"})
+    row.apply(Installation(changes))
 
 
 # -- install() / uninstall() ---------------------------------------------------------
@@ -350,7 +257,7 @@ def install(backend=None, num_replicas=None, warnings=None, *, tf1_imports=False
             _installed = (changes, ImportRouter(changes, _lock), set())
             _warn_if_tensorflow_unproven()
         changes, router, applied = _installed
-        installation = _Installation(changes, router, policy)
+        installation = Installation(changes, router, policy)
         try:
             for row in PATCHES:
                 if row.each_call or (row.name not in applied
