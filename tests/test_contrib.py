@@ -78,6 +78,13 @@ def test_anything_else_gets_one_clear_error(installed):
         from tensorflow.contrib import learn  # noqa: F401
     with pytest.raises(AttributeError, match=r"tf\.contrib\.slim\.learning is not provided"):
         tf1.contrib.slim.learning  # pylint: disable=pointless-statement
+    # slim's model zoo: left out on purpose, and the error says why and where it went.
+    with pytest.raises(AttributeError, match=r"tf\.contrib\.slim\.nets is not provided: "
+                                             r"slim's model zoo .*pip install tf-slim"):
+        tf1.contrib.slim.nets  # pylint: disable=pointless-statement
+    with pytest.raises(ImportError, match=r"tf\.contrib\.slim\.nets is not provided: "
+                                          r"slim's model zoo .*InceptionV3"):
+        from tensorflow.contrib.slim.nets import inception  # noqa: F401
     with pytest.raises(ImportError, match=r"tf\.contrib\.tpu\.AsyncCheckpointSaverHook is not"):
         from tensorflow.contrib.tpu import AsyncCheckpointSaverHook  # noqa: F401
     with pytest.raises(ImportError, match=r"tf\.contrib\.tpu\.python\.tpu\.session_support "
