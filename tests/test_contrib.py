@@ -187,6 +187,17 @@ def test_hparams_parse_types_and_json():
     assert again.values() == hparams.values()
     hparams.add_hparam("dropout", 0.1)
     assert "dropout" in hparams and hparams.get("missing", 3) == 3
+    # TF 1.15: a hyperparameter whose value is None is added again with the new value's
+    # type (AmoebaNet's _set_or_add_hparam, num_shards=None); one with a value is taken.
+    hparams.add_hparam("num_shards", None)
+    hparams.add_hparam("num_shards", 8)
+    assert hparams.num_shards == 8
+    hparams.set_hparam("num_shards", "4")
+    assert hparams.num_shards == 4
+    with pytest.raises(ValueError, match="hparam name 'dropout' is taken"):
+        hparams.add_hparam("dropout", 0.2)
+    with pytest.raises(ValueError, match="hparam name 'values' is taken"):
+        hparams.add_hparam("values", 1)
 
 
 def _contrib_names():
