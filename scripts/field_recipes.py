@@ -297,8 +297,6 @@ RECIPES = [
 # Why each program that still fails fails, and who owns it (docs/field.md's "Failures and
 # their reasons"; a failing row without a note renders as "not analysed yet"). Keyed by recipe
 # name; keep it true to the latest table.
-_CONTRIB = ("needs {name}, which tpu_compat does not serve yet: issue 34's tf.contrib.slim / "
-            "arg_scope item (helper 'research')")
 FAILURE_NOTES = {
     "albert-pretraining": ("killed at 300 s in TensorFlow's session.run of its training, after its step-0 "
                            "checkpoint, at load 10 (the graph alone took about 4 minutes); it timed out "
@@ -335,7 +333,13 @@ FAILURE_NOTES = {
                                  "layer and arg_scope the three slim field programs use is served. The "
                                  "error names the way on: tf-slim's tf_slim.nets, or "
                                  "tf.keras.applications.InceptionV3."),
-    "tpu-amoebanet-contrib": _CONTRIB.format(name="tf.contrib.framework.arg_scope"),
+    "tpu-amoebanet-contrib": ("past its recipe (the program has no --train_steps flag: --num_epochs=1 "
+                              "--num_train_images=32 give its 2 steps), slim and arg_scope (served), and "
+                              "HParams.add_hparam of its num_shards=None (fixed, issue 34: TF 1.15 re-added "
+                              "a None-valued hyperparameter). Next stop, not tpu_compat's: "
+                              "hparams.values().iteritems() in amoeba_net_model.py:211 is Python 2 code; "
+                              "TF 1.15's HParams.values() returned a plain dict as well, so under Python 3 "
+                              "the program stopped there with TF 1.15 too."),
     "simclr-tf1": ("past its LARS momentum lookup's cause now (fixed, issue 34: tf.get_variable("
                    "param.op.name + '/Momentum') looked up 'base_model/conv2d/kernel/replica_1/Momentum' "
                    "in replica 1, as a mirrored variable's copy had its own op name; in an emulated "
@@ -379,6 +383,6 @@ RUN_NOTES = (
     "time at load 8 to 13 (other sessions' work): simclr-tf1 at `027eff8` (replica op names) with "
     "900 s, tpu-mobilenet-contrib at `cd90187` (per-replica moving-average variables) with 900 s, "
     "tpu-inception-v3-contrib at `cd90187` (slim.nets' reason) and tpu-amoebanet-contrib with its "
-    "corrected recipe (no --train_steps flag) at `cd90187`.",
+    "corrected recipe (no --train_steps flag) at `cd90187`, then at `2a3e6f3` (HParams.add_hparam).",
 )
 
