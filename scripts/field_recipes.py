@@ -145,9 +145,11 @@ RECIPES = [
     Recipe(
         name="tpu-amoebanet-contrib", repo="tensorflow/tpu", commit=TPU_2019,
         program="models/official/amoeba_net/amoeba_net.py", era="TF 1.x", kind="TPUEstimator", tf1=True,
-        args=("--data_dir=", "--model_dir={model_dir}", "--mode=train", "--train_steps=2",
+        # No --train_steps: the program trains num_epochs * ceil(num_train_images / train_batch_size)
+        # steps, so 1 epoch of 32 images at 16 a batch is its 2 steps.
+        args=("--data_dir=", "--model_dir={model_dir}", "--mode=train", "--num_epochs=1",
               "--train_batch_size=16", "--iterations_per_loop=1", "--num_cells=3", "--reduction_size=32",
-              "--image_size=64", "--num_train_images=64"),
+              "--image_size=64", "--num_train_images=32"),
         data="the program's own fake input (empty --data_dir)", extract=("models",),
         pythonpath=("models",), expect=None, timeout=600,
         survey=TPU_FORKS.format(n=3, path="models/official/amoeba_net/amoeba_net.py")
@@ -344,8 +346,6 @@ RECIPES = [
 # Why each program that still fails fails, and who owns it (docs/field.md's "Failures and
 # their reasons"; a failing row without a note renders as "not analysed yet"). Keyed by recipe
 # name; keep it true to the latest table.
-_CONTRIB = ("needs {name}, which tpu_compat does not serve yet: issue 34's tf.contrib.slim / "
-            "arg_scope item (helper 'research')")
 FAILURE_NOTES = {
     "albert-pretraining": ("killed at 300 s in TensorFlow's session.run of its training, after its step-0 "
                            "checkpoint, at load 10 (the graph alone took about 4 minutes); it timed out "
@@ -366,18 +366,39 @@ FAILURE_NOTES = {
                     "init) 40%. "
                     "tpu_compat is not the cost; what native TF takes for the same graph is the "
                     "research helper's benchmark."),
-    "tpu-mobilenet-contrib": _CONTRIB.format(name="tf.contrib.slim"),
-    "tpu-inception-v3-contrib": _CONTRIB.format(name="tf.contrib.framework.python.ops (arg_scope)"),
-    "tpu-amoebanet-contrib": _CONTRIB.format(name="tf.contrib.framework.arg_scope"),
-    "simclr-tf1": ("past its CrossReplicaGradientOrderError now (fixed, issue 34 item 2: the replicas' "
-                   "get_total_loss() read every replica's losses from the shared LOSSES collection, so "
-                   "they differentiated each other's sums; each replica now reads its own, and sums' "
-                   "gradients meet by op; run at 61bdeb3 plus d878353's change, uncommitted then). Next "
-                   "class, not fixed: LARS names its momentum tf.get_variable(param.op.name + "
-                   "'/Momentum'); in replica k a mirrored variable's op is its copy "
-                   "'base_model/conv2d/kernel/replica_k', and the replicas reuse replica 0's variable "
-                   "scope, so the lookup fails. On a TPU the model_fn was built once and param.op.name "
-                   "was the variable's own name."),
+    "tpu-mobilenet-contrib": ("past its merge_call count mismatch now (fixed, issue 34: its model_fn averages "
+                              "tf.trainable_variables() + tf.moving_average_variables() with an "
+                              "ExponentialMovingAverage, and replica k read the variables replicas 0..k-1's "
+                              "ema.apply had added to that collection, so it averaged them twice, one "
+                              "merge_call more than replica 0; each replica now reads its own entries, "
+                              "tests/test_replica_variable_names.py). Re-run at cd90187 with 900 s at load "
+                              "9 to 13: the 8 replicas' graph built, the session initialized (local_init_op "
+                              "done), then killed in the first training steps: slow at this load; re-run "
+                              "on a quiet machine."),
+    "tpu-inception-v3-contrib": ("not served, by the survey: past its deep arg_scope import now (served), "
+                                 "it needs tf.contrib.slim.nets, slim's model zoo (the Inception v3 "
+                                 "network definition), which 2 files in 1 surveyed TPU repository import "
+                                 "(docs/contrib_survey.md): model code, not TPU API, where every slim "
+                                 "layer and arg_scope the three slim field programs use is served. The "
+                                 "error names the way on: tf-slim's tf_slim.nets, or "
+                                 "tf.keras.applications.InceptionV3."),
+    "tpu-amoebanet-contrib": ("past its recipe (the program has no --train_steps flag: --num_epochs=1 "
+                              "--num_train_images=32 give its 2 steps), slim and arg_scope (served), and "
+                              "HParams.add_hparam of its num_shards=None (fixed, issue 34: TF 1.15 re-added "
+                              "a None-valued hyperparameter). Next stop, not tpu_compat's: "
+                              "hparams.values().iteritems() in amoeba_net_model.py:211 is Python 2 code; "
+                              "TF 1.15's HParams.values() returned a plain dict as well, so under Python 3 "
+                              "the program stopped there with TF 1.15 too."),
+    "simclr-tf1": ("past its LARS momentum lookup's cause now (fixed, issue 34: tf.get_variable("
+                   "param.op.name + '/Momentum') looked up 'base_model/conv2d/kernel/replica_1/Momentum' "
+                   "in replica 1, as a mirrored variable's copy had its own op name; in an emulated "
+                   "replica the op is now named as the variable, as the one model_fn a TPU built; "
+                   "tests/test_replica_variable_names.py runs a LARS TPUEstimator program on 8 cores). "
+                   "Re-run at 027eff8 with 900 s at load 13: killed while building the 8 replicas' "
+                   "gradients (the dump: one replica in tf.gradients, the others waiting at "
+                   "CrossShardOptimizer's sum, before LARS's apply_gradients), so this run does not "
+                   "show the next stop; before the fix it reached LARS in 218 s at load 1.9. Slow at "
+                   "this load, not hung: re-run on a quiet machine."),
     "colab-fashion-mnist": ("past its distutils.version check now (fixed, issue 34); the 900 s budget ran "
                             "out in epoch 12 of 17 of cell 4's fit (1020 steps of a 3-convolution net, "
                             "about 0.8 s a step at load 10): compute, not a hang."),
@@ -438,5 +459,10 @@ RUN_NOTES = (
     "stopped). The TPUStrategy-era count is then 9 of 11. matplotlib 3.11.2 and scikit-learn 1.9.1 (with narwhals, "
     "threadpoolctl, pillow, contourpy, cycler, fonttools, kiwisolver) came from a second "
     "`--site` directory for the two sine Colabs, as Colab's image had them.",
+    "Issue 34's slim/research follow-up re-ran four unchanged rows on 2026-11-29 from 01:35 UTC, one at a "
+    "time at load 8 to 13 (other sessions' work): simclr-tf1 at `027eff8` (replica op names) with "
+    "900 s, tpu-mobilenet-contrib at `cd90187` (per-replica moving-average variables) with 900 s, "
+    "tpu-inception-v3-contrib at `cd90187` (slim.nets' reason) and tpu-amoebanet-contrib with its "
+    "corrected recipe (no --train_steps flag) at `cd90187`, then at `2a3e6f3` (HParams.add_hparam).",
 )
 

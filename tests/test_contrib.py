@@ -78,6 +78,13 @@ def test_anything_else_gets_one_clear_error(installed):
         from tensorflow.contrib import learn  # noqa: F401
     with pytest.raises(AttributeError, match=r"tf\.contrib\.slim\.learning is not provided"):
         tf1.contrib.slim.learning  # pylint: disable=pointless-statement
+    # slim's model zoo: left out on purpose, and the error says why and where it went.
+    with pytest.raises(AttributeError, match=r"tf\.contrib\.slim\.nets is not provided: "
+                                             r"slim's model zoo .*pip install tf-slim"):
+        tf1.contrib.slim.nets  # pylint: disable=pointless-statement
+    with pytest.raises(ImportError, match=r"tf\.contrib\.slim\.nets is not provided: "
+                                          r"slim's model zoo .*InceptionV3"):
+        from tensorflow.contrib.slim.nets import inception  # noqa: F401
     with pytest.raises(ImportError, match=r"tf\.contrib\.tpu\.AsyncCheckpointSaverHook is not"):
         from tensorflow.contrib.tpu import AsyncCheckpointSaverHook  # noqa: F401
     with pytest.raises(ImportError, match=r"tf\.contrib\.tpu\.python\.tpu\.session_support "
@@ -180,6 +187,17 @@ def test_hparams_parse_types_and_json():
     assert again.values() == hparams.values()
     hparams.add_hparam("dropout", 0.1)
     assert "dropout" in hparams and hparams.get("missing", 3) == 3
+    # TF 1.15: a hyperparameter whose value is None is added again with the new value's
+    # type (AmoebaNet's _set_or_add_hparam, num_shards=None); one with a value is taken.
+    hparams.add_hparam("num_shards", None)
+    hparams.add_hparam("num_shards", 8)
+    assert hparams.num_shards == 8
+    hparams.set_hparam("num_shards", "4")
+    assert hparams.num_shards == 4
+    with pytest.raises(ValueError, match="hparam name 'dropout' is taken"):
+        hparams.add_hparam("dropout", 0.2)
+    with pytest.raises(ValueError, match="hparam name 'values' is taken"):
+        hparams.add_hparam("values", 1)
 
 
 def _contrib_names():

@@ -62,8 +62,15 @@ class HParams:
             self.add_hparam(name, value)
 
     def add_hparam(self, name, value):
-        if getattr(self, name, None) is not None or name in self._types:
-            raise ValueError(f"hparam {name!r} already exists")
+        # TF 1.15 refused only a name whose attribute is not None (r1.15
+        # tensorflow/contrib/training/python/training/hparam.py, add_hparam:
+        # ``if getattr(self, name, None) is not None``): a hyperparameter whose value
+        # is None is added again, with the new value's type. The era's trainers rely
+        # on it (tensorflow/tpu's amoeba_net.py: ``if getattr(hparams, name, None) is
+        # None: hparams.add_hparam(name, value)`` for num_shards=None).
+        if getattr(self, name, None) is not None:
+            what = "hparam" if name in self._types else "attribute of HParams"
+            raise ValueError(f"hparam name {name!r} is taken: an {what} with a value")
         if isinstance(value, (list, tuple)):
             if not value:
                 raise ValueError(f"hparam {name!r}: an empty list has no element type")

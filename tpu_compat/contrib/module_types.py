@@ -30,8 +30,25 @@ class ContribNotProvidedError(AttributeError):
     """A ``tf.contrib`` module or name that tpu_compat does not provide."""
 
 
+# Modules left out on purpose, with the reason and the way on (the survey's
+# numbers are in docs/contrib_survey.md).
+NOT_SERVED_REASONS = {
+    "tf.contrib.slim.nets": (
+        "slim's model zoo (the Inception, ResNet, VGG, MobileNet ... network "
+        "definitions) is model code, not TPU API, and one surveyed TPU program imports "
+        "it (tensorflow/tpu's experimental inception_v3.py); the same networks are in "
+        "the tf-slim package (pip install tf-slim; from tf_slim.nets import inception, "
+        "with tf_slim's own arg_scope) or, for Inception v3, "
+        "tf.keras.applications.InceptionV3"),
+}
+
+
 def not_provided_message(dotted):
     """The one error text for a ``tf.contrib`` module or name tpu_compat does not serve."""
+    reason = next((text for module, text in NOT_SERVED_REASONS.items()
+                   if dotted == module or dotted.startswith(module + ".")), None)
+    if reason is not None:
+        return f"{dotted} is not provided: {reason}."
     return (f"{dotted} is not provided: TensorFlow 2 removed tf.contrib, and "
             f"tpu_compat gives back only the TPU names and the few helpers with "
             f"an exact TF 1.15 equivalent ({', '.join(f'tf.contrib.{m}' for m in sorted(_MODULES))}). "

@@ -20,6 +20,18 @@ one of :data:`PER_REPLICA` is recorded as that replica's, and a replica
 reading that collection does not see the other replicas' entries; entries
 added outside the replicas (before or after them) are seen by everyone, and
 outside an emulated replica nothing changes.
+
+``GraphKeys.MOVING_AVERAGE_VARIABLES`` too: ``ExponentialMovingAverage.apply``
+adds each variable it averages to it (TF r1.15 and 2.21
+tensorflow/python/training/moving_averages.py), and the era's trainers
+average ``tf.trainable_variables() + tf.moving_average_variables()``
+(tensorflow/tpu's mobilenet.py, inception_v3.py). On a TPU, built once, that
+list held each variable once; without this, replica k read the variables
+replicas 0..k-1 had added and averaged them again, one more ``merge_call``
+per duplicate than replica 0, and MirroredStrategy stopped on the count
+mismatch. A replica adding the very object another replica added (the same
+mirrored variable) is recorded as its owner too, and the collection keeps
+it once, as on a TPU.
 """
 
 import functools
@@ -32,9 +44,10 @@ __all__ = ["PER_REPLICA", "patch_collections"]
 
 # The collections a model_fn fills per call. Not the variables' collections:
 # replica 0 creates the variables and the other replicas reuse them.
-PER_REPLICA = (ops.GraphKeys.LOSSES, ops.GraphKeys.UPDATE_OPS)
+PER_REPLICA = (ops.GraphKeys.LOSSES, ops.GraphKeys.UPDATE_OPS,
+               ops.GraphKeys.MOVING_AVERAGE_VARIABLES)
 
-# Per graph: {collection name: {id(entry): replica that added it}}. The
+# Per graph: {collection name: {id(entry): the replicas that added it}}. The
 # collection holds each entry, so its id is not reused while it is recorded.
 _owners = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
@@ -56,12 +69,16 @@ def _current_replica():
 def _recording_add(original):
     @functools.wraps(original)
     def add_to_collection(self, name, value):
+        replica = _current_replica() if name in PER_REPLICA else None
+        if replica is not None:
+            with _lock:
+                owners = _owners.setdefault(self, {}).setdefault(name, {})
+                added_by = owners.setdefault(id(value), set())
+                if added_by and replica not in added_by:
+                    added_by.add(replica)  # another replica's very object: kept once
+                    return
+                added_by.add(replica)
         original(self, name, value)
-        if name in PER_REPLICA:
-            replica = _current_replica()
-            if replica is not None:
-                with _lock:
-                    _owners.setdefault(self, {}).setdefault(name, {})[id(value)] = replica
     return add_to_collection
 
 
@@ -77,7 +94,7 @@ def _filtering_get(original):
         replica = _current_replica()
         if replica is None:
             return entries
-        return [e for e in entries if owners.get(id(e), replica) == replica]
+        return [e for e in entries if replica in owners.get(id(e), (replica,))]
     return get_collection
 
 

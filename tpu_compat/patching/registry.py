@@ -36,8 +36,7 @@ __all__ = ["PATCHES", "InstallHandle", "Patch", "apply_alone", "check_order", "i
 # one of its targets). runtime/empty_batches.CONVOLUTIONS, fidelity/numerics.ROWS
 # and runtime/hooks.targets() hold the same names: they import TensorFlow or the
 # legacy table, this module does neither.
-_EMPTY_BATCH_TARGETS = tuple(f"gen_nn_ops:{name}" for name in
-                             ("conv2d", "conv3d", "depthwise_conv2d_native"))
+_EMPTY_BATCH_TARGETS = tuple(f"gen_nn_ops:{n}" for n in ("conv2d", "conv3d", "depthwise_conv2d_native"))
 _NUMERICS_TARGETS = tuple(
     [f"gen_math_ops:{name}" for name in ("mat_mul", "sparse_mat_mul", "batch_mat_mul",
                                          "batch_mat_mul_v2", "batch_mat_mul_v3")]
@@ -112,6 +111,11 @@ PATCHES = (
           "each emulated replica reads only its own entries of the losses and update-ops "
           "collections, as the one replica a TPU program built (lowlevel/replica_collections)",
           targets=("ops:Graph.add_to_collection", "ops:Graph.get_collection")),
+    Patch("replica variable names",
+          Call("tpu_compat.lowlevel.replica_variable_names:patch_variable_op"),
+          "in an emulated replica a mirrored variable's op.name is the variable's "
+          "(lowlevel/replica_variable_names)",
+          targets=("values:DistributedVariable.op",)),
     Patch("empty batches", Call("tpu_compat.runtime.empty_batches:guard_empty_batches"),
           "with oneDNN on, the emulated replicas' convolutions give an empty batch "
           "a TPU core's result (runtime/empty_batches)",
