@@ -334,8 +334,16 @@ FAILURE_NOTES = {
                             "about 0.8 s a step at load 10): compute, not a hang."),
     "colab-fashion-mnist-tf2": ("the same as colab-fashion-mnist: past its distutils.version check now; "
                                 "the 900 s budget ran out in epoch 11 of 17 of cell 4's fit."),
-    "simclr-tf2": ("killed at 300 s while tracing the 8-replica TF 2 training step: issue 34's slow "
-                   "8-replica TF 2 loop (helper 'research')."),
+    "simclr-tf2": ("slow, not hung (issue 34 item 3): killed at 900 s while tracing the 8-replica "
+                   "step of its tf.range loop. Run without a budget (2026-11-29, load 8-13), py-spy "
+                   "dumps changed from one to the next and the CPU time grew; 6 min in, the 8 replicas "
+                   "reached their tape.gradient (logged within 34 s), their gradients and LARS updates "
+                   "were built by 18.5 min (2.3 CPU minutes at that load), then autograph built the "
+                   "whole body a second time (TF's "
+                   "_try_handling_undefs stages a loop body whose variables, images and labels, are "
+                   "first set inside it in a temporary graph). A smaller loop of the same shape "
+                   "(scripts/tf2_loop_trace.py, 8 replicas) traced in 109 s on the emulated TPU and "
+                   "149 s on native MirroredStrategy: the time is TensorFlow's."),
 }
 
 # What qualifies the latest run's numbers (load, concurrent runs, re-runs): rendered under the
