@@ -404,8 +404,16 @@ FAILURE_NOTES = {
                             "about 0.8 s a step at load 10): compute, not a hang."),
     "colab-fashion-mnist-tf2": ("the same as colab-fashion-mnist: past its distutils.version check now; "
                                 "the 900 s budget ran out in epoch 11 of 17 of cell 4's fit."),
-    "simclr-tf2": ("killed at 300 s while tracing the 8-replica TF 2 training step: issue 34's slow "
-                   "8-replica TF 2 loop (helper 'research')."),
+    "simclr-tf2": ("slow, not hung (issue 34 item 3): killed at 900 s while tracing the 8-replica "
+                   "step of its tf.range loop. Run without a budget (2026-11-29, load 8-13), py-spy "
+                   "dumps changed from one to the next and the CPU time grew; 6 min in, the 8 replicas "
+                   "reached their tape.gradient (logged within 34 s), their gradients and LARS updates "
+                   "were built by 18.5 min (2.3 CPU minutes at that load), then autograph built the "
+                   "whole body a second time (TF's "
+                   "_try_handling_undefs stages a loop body whose variables, images and labels, are "
+                   "first set inside it in a temporary graph). A smaller loop of the same shape "
+                   "(scripts/tf2_loop_trace.py, 8 replicas) traced in 109 s on the emulated TPU and "
+                   "149 s on native MirroredStrategy: the time is TensorFlow's."),
     "cloudml-tpu-lstm-keras": (
         "a false alarm of `--fidelity tpu` on a difference of the emulation, not fixed: the Keras TPU "
         "model's replica gets static (16, 5, 3) batches from its iterator, but inside the cloned "
@@ -421,8 +429,8 @@ FAILURE_NOTES = {
 # Why each TPUStrategy-era program that fails MIGRATED fails (docs/field.md, "Failures and
 # their reasons (migrated)"), keyed by recipe name.
 MIGRATED_NOTES = {
-    "simclr-tf2": ("killed while tracing the 8-replica TF 2 step, as its unchanged run is: issue 34's "
-                   "slow 8-replica TF 2 loop (another helper works on it)."),
+    "simclr-tf2": ("killed while tracing the 8-replica TF 2 step, as its unchanged run is: slow, not "
+                   "hung; the time is TensorFlow's tracing of the loop body (see the unchanged reason)."),
     "cloudml-tpu-lstm-keras": (
         "`upgrade` leaves `tf.contrib.tpu.TPUDistributionStrategy` / `keras_to_tpu_model` (TPC160, "
         "TPC161) as TODOs, and the strict run stops at the first. Their rewrite (a TPUStrategy "

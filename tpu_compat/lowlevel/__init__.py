@@ -35,7 +35,7 @@ On a real TPU every function here is TensorFlow's own, called unchanged
 
 The modules, by job: :mod:`.replication` (replicate, rewrite, shard,
 batch_parallel), :mod:`.cross_replica` (cross_replica_sum,
-CrossShardOptimizer, the replica context), :mod:`.host`
+the replica context), :mod:`.cross_shard_optimizer`, :mod:`.host`
 (outside_compilation, core, bfloat16_scope, the TPU system) and
 :mod:`.feeds` (per-core infeed/outfeed queues), :mod:`.loops`
 (repeat, while_loop) and :mod:`.native` (TensorFlow's own functions, and which of the two runs). This
@@ -44,8 +44,8 @@ to, and where the table's hooks (TPC040-TPC050) sit.
 """
 
 from tpu_compat.lowlevel.cross_replica import (
-    CrossShardOptimizer, NotInReplicaContextError, cross_replica_sum,
-    emulated_replica_context)
+    NotInReplicaContextError, cross_replica_sum, emulated_replica_context)
+from tpu_compat.lowlevel.cross_shard_optimizer import CrossShardOptimizer
 from tpu_compat.lowlevel.feeds import (
     infeed_dequeue, infeed_dequeue_tuple, infeed_enqueue, infeed_enqueue_tuple,
     outfeed_dequeue, outfeed_dequeue_tuple, outfeed_enqueue, outfeed_enqueue_tuple)
