@@ -389,16 +389,14 @@ FAILURE_NOTES = {
                               "hparams.values().iteritems() in amoeba_net_model.py:211 is Python 2 code; "
                               "TF 1.15's HParams.values() returned a plain dict as well, so under Python 3 "
                               "the program stopped there with TF 1.15 too."),
-    "simclr-tf1": ("past its LARS momentum lookup's cause now (fixed, issue 34: tf.get_variable("
-                   "param.op.name + '/Momentum') looked up 'base_model/conv2d/kernel/replica_1/Momentum' "
-                   "in replica 1, as a mirrored variable's copy had its own op name; in an emulated "
-                   "replica the op is now named as the variable, as the one model_fn a TPU built; "
+    "simclr-tf1": ("past its LARS momentum lookup now (fixed, issue 34: tf.get_variable(param.op.name + "
+                   "'/Momentum') looked up 'base_model/conv2d/kernel/replica_1/Momentum' in replica 1, as a "
+                   "mirrored variable's copy had its own op name; in an emulated replica the op is now "
+                   "named as the variable, as the one model_fn a TPU built; "
                    "tests/test_replica_variable_names.py runs a LARS TPUEstimator program on 8 cores). "
-                   "Re-run at 027eff8 with 900 s at load 13: killed while building the 8 replicas' "
-                   "gradients (the dump: one replica in tf.gradients, the others waiting at "
-                   "CrossShardOptimizer's sum, before LARS's apply_gradients), so this run does not "
-                   "show the next stop; before the fix it reached LARS in 218 s at load 1.9. Slow at "
-                   "this load, not hung: re-run on a quiet machine."),
+                   "Re-run at 0adcd40 with 900 s at load 5 to 9: the 8 replicas' graph (LARS included) "
+                   "built, the session initialized (local_init_op done), then killed in the first "
+                   "training steps: slow at this load, no error; re-run on a quiet machine."),
     "colab-fashion-mnist": ("past its distutils.version check now (fixed, issue 34); the 900 s budget ran "
                             "out in epoch 12 of 17 of cell 4's fit (1020 steps of a 3-convolution net, "
                             "about 0.8 s a step at load 10): compute, not a hang."),
@@ -468,8 +466,8 @@ RUN_NOTES = (
     "threadpoolctl, pillow, contourpy, cycler, fonttools, kiwisolver) came from a second "
     "`--site` directory for the two sine Colabs, as Colab's image had them.",
     "Issue 34's slim/research follow-up re-ran four unchanged rows on 2026-11-29 from 01:35 UTC, one at a "
-    "time at load 8 to 13 (other sessions' work): simclr-tf1 at `027eff8` (replica op names) with "
-    "900 s, tpu-mobilenet-contrib at `cd90187` (per-replica moving-average variables) with 900 s, "
+    "time at load 5 to 13 (other sessions' work): simclr-tf1 at `027eff8` (replica op names) with "
+    "900 s (killed building the gradients at load 13) and again at `0adcd40` (900 s, load 5 to 9), tpu-mobilenet-contrib at `cd90187` (per-replica moving-average variables) with 900 s, "
     "tpu-inception-v3-contrib at `cd90187` (slim.nets' reason) and tpu-amoebanet-contrib with its "
     "corrected recipe (no --train_steps flag) at `cd90187`, then at `2a3e6f3` (HParams.add_hparam).",
 )
