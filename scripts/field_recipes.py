@@ -431,10 +431,12 @@ MIGRATED_NOTES = {
                    "hung; the time is TensorFlow's tracing of the loop body (see the unchanged reason)."),
     "cloudml-tpu-lstm-keras": (
         "`upgrade` leaves `tf.contrib.tpu.TPUDistributionStrategy` / `keras_to_tpu_model` (TPC160, "
-        "TPC161) as TODOs, and the strict run stops at the first. Their rewrite (a TPUStrategy "
-        "scope around the model's construction and compile, issue 35 item 3) is the 'migrate' "
-        "helper's work, not done here; the unchanged run's fidelity false alarm (above) would "
-        "come next."),
+        "TPC161) as TODOs, and the strict run stops at the first. Re-run at `61fb24d`, with the "
+        "keras_to_tpu_model rewrite (a TPUStrategy scope around the model's construction and "
+        "compile): this template holds the strategy in a variable and converts inside "
+        "`if args.use_tpu:` a model built before the branch and compiled after it, a form the "
+        "rewrite marks with a TODO rather than move statements across the branch; the unchanged "
+        "run's fidelity false alarm (above) would come next."),
 }
 
 # What qualifies the latest run's numbers (load, concurrent runs, re-runs): rendered under the
