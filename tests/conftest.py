@@ -246,6 +246,18 @@ def parse_numbers(stdout):
     return numbers
 
 
+def tpu_and_one_device_numbers(program, model_dirs, replicas=8):
+    """The ``KEY: number`` lines of a TPUEstimator scenario (``--use_tpu``, ``--model_dir``)
+    run on the emulated TPU and, without ``--use_tpu``, on one device: ``(tpu, cpu)``."""
+    env = {"TPU_COMPAT_WARNINGS": "ignore"}
+    runs = {}
+    for mode, flags in (("tpu", ["--use_tpu"]), ("cpu", [])):
+        runs[mode] = parse_numbers(check_ok(run_scenario(
+            program, replicas, *flags, "--model_dir", str(model_dirs / mode), env=env,
+            tf1=True)).stdout)
+    return runs["tpu"], runs["cpu"]
+
+
 def warned_source_lines(stderr, scenario, rules=r"TPC\d+"):
     """``{rule: [stripped source line, ...]}`` of the legacy-API warnings a run of
     tests/scenarios/SCENARIO printed at its own lines, for rules matching ``rules``."""

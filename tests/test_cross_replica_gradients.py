@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import check_ok, parse_numbers, run_scenario
+from conftest import tpu_and_one_device_numbers
 from tpu_compat import TPUCompatDeprecationWarning
 from tpu_compat import lowlevel
 
@@ -105,13 +105,7 @@ def test_tf2_strategy_run_gradient_tape_equals_one_device(tpu8):
 
 
 def test_tpu_estimator_contrastive_program_trains_as_one_device(tmp_path):
-    program = "contrastive_cross_replica_grads.py"
-    env = {"TPU_COMPAT_WARNINGS": "ignore"}
-    tpu = parse_numbers(check_ok(run_scenario(
-        program, 8, "--use_tpu", "--model_dir", str(tmp_path / "tpu"), env=env,
-        tf1=True)).stdout)
-    cpu = parse_numbers(check_ok(run_scenario(
-        program, 8, "--model_dir", str(tmp_path / "cpu"), env=env, tf1=True)).stdout)
+    tpu, cpu = tpu_and_one_device_numbers("contrastive_cross_replica_grads.py", tmp_path)
     assert len(tpu) == 12 and set(tpu) == set(cpu), (tpu, cpu)
     for key, value in cpu.items():
         # Batch norm over the global batch makes the dense bias's gradient 0.

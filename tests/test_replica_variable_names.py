@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import check_ok, parse_numbers, run_scenario
+from conftest import tpu_and_one_device_numbers
 from tpu_compat import TPUCompatDeprecationWarning
 from tpu_compat import lowlevel
 from tpu_compat.lowlevel.replica_variable_names import ReplicaCopyOp
@@ -61,13 +61,7 @@ def test_every_replica_sees_the_variables_own_op_name(tpu8, variable_names_row):
 
 
 def test_lars_program_names_momentum_by_op_and_trains_as_one_device(tmp_path):
-    program = "lars_op_name.py"
-    env = {"TPU_COMPAT_WARNINGS": "ignore"}
-    tpu = parse_numbers(check_ok(run_scenario(
-        program, 8, "--use_tpu", "--model_dir", str(tmp_path / "tpu"), env=env,
-        tf1=True)).stdout)
-    cpu = parse_numbers(check_ok(run_scenario(
-        program, 8, "--model_dir", str(tmp_path / "cpu"), env=env, tf1=True)).stdout)
+    tpu, cpu = tpu_and_one_device_numbers("lars_op_name.py", tmp_path)
     # Four variables and their four momentum slots, by the variables' own names.
     assert len(tpu) == 16 and set(tpu) == set(cpu), (tpu, cpu)
     assert "dense/kernel/Momentum_sum" in tpu
