@@ -44,3 +44,21 @@ class Edit:
         if type(original) is not self.node_type:  # pylint: disable=unidiomatic-typecheck
             return None
         return self.change(original, updated)
+
+
+def arguments_by_name(call, names):
+    """A call's arguments by parameter ``names`` (positional or keyword), or None
+    where one is starred, an extra positional, or a keyword not in ``names``."""
+    placed = {}
+    for position, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            if position >= len(names):
+                return None
+            placed[names[position]] = arg.value
+        elif arg.keyword.value in names:
+            placed[arg.keyword.value] = arg.value
+        else:
+            return None
+    return placed

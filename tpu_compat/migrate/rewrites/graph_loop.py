@@ -20,7 +20,7 @@ arguments this cannot place, the TODO stays.
 import libcst as cst
 
 from tpu_compat import legacy_api
-from tpu_compat.migrate.rewrites._edit import Edit
+from tpu_compat.migrate.rewrites._edit import Edit, arguments_by_name
 
 __all__ = ["KIND", "plan"]
 
@@ -48,18 +48,9 @@ def plan(planner, finding, rewrite):
 
 
 def _only(call, names):
-    """The call's arguments by parameter ``names`` (positional or keyword), or None."""
-    placed = {}
-    for index, arg in enumerate(call.args):
-        if arg.keyword is None:
-            if index >= len(names):
-                return None
-            placed[names[index]] = arg.value
-        elif arg.keyword.value in names:
-            placed[arg.keyword.value] = arg.value
-        else:
-            return None
-    return placed if set(placed) == set(names) else None
+    """The call's arguments by parameter ``names``, all of them, or None."""
+    placed = arguments_by_name(call, names)
+    return placed if placed is not None and set(placed) == set(names) else None
 
 
 def _plan_iterator(planner, finding, call):

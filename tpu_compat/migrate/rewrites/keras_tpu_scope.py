@@ -33,7 +33,7 @@ import libcst as cst
 
 from tpu_compat import legacy_api
 from tpu_compat.migrate import imports
-from tpu_compat.migrate.rewrites._edit import Edit
+from tpu_compat.migrate.rewrites._edit import Edit, arguments_by_name
 
 __all__ = ["KIND", "plan"]
 
@@ -55,7 +55,7 @@ def plan(planner, finding, rewrite):
     if target is None:
         return "the converted model is not assigned to one name in its own statement"
     # r1.13: tpu_model(model, strategy=None).
-    placed = _arguments(call, ("model", "strategy"))
+    placed = arguments_by_name(call, ("model", "strategy"))
     if placed is None or not isinstance(placed.get("model"), cst.Name):
         return "only keras_to_tpu_model(model, strategy=TPUDistributionStrategy(resolver))"
     model = placed["model"].value
@@ -65,7 +65,7 @@ def plan(planner, finding, rewrite):
     if not isinstance(strategy_call, cst.Call) or len(dist) != 1:
         return "the strategy is not a TPUDistributionStrategy(...) built in the call"
     # r1.13: TPUDistributionStrategy(tpu_cluster_resolver=None, using_single_core=False).
-    strategy_args = _arguments(strategy_call, ("tpu_cluster_resolver", "using_single_core"))
+    strategy_args = arguments_by_name(strategy_call, ("tpu_cluster_resolver", "using_single_core"))
     if strategy_args is None or "tpu_cluster_resolver" not in strategy_args:
         return "TPUDistributionStrategy without a resolver argument"
     single = strategy_args.get("using_single_core")
@@ -165,8 +165,8 @@ def _alias(target, model, conversion):
 
 def _strategy_resolver(conversion):
     call = conversion.body[0].value
-    strategy = _arguments(call, ("model", "strategy"))["strategy"]
-    return _arguments(strategy, ("tpu_cluster_resolver", "using_single_core"))[
+    strategy = arguments_by_name(call, ("model", "strategy"))["strategy"]
+    return arguments_by_name(strategy, ("tpu_cluster_resolver", "using_single_core"))[
         "tpu_cluster_resolver"]
 
 
@@ -178,23 +178,6 @@ def _assigned_name(statement, call):
             and isinstance(assign.targets[0].target, cst.Name)):
         return assign.targets[0].target.value
     return None
-
-
-def _arguments(call, names):
-    """The call's arguments by parameter ``names`` (positional or keyword), or None."""
-    placed = {}
-    for position, arg in enumerate(call.args):
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            if position >= len(names):
-                return None
-            placed[names[position]] = arg.value
-        elif arg.keyword.value in names:
-            placed[arg.keyword.value] = arg.value
-        else:
-            return None
-    return placed
 
 
 def _home(planner, statement):
