@@ -10,6 +10,10 @@ average of the shards' variances plus the average squared distance of each
 shard's mean from it. So on N cores the layer is batch norm over the global
 batch, and the program's numbers equal the same program with ``use_tpu=False``
 on one device. Run it with ``tpu-compat run --tf1``; prints ``KEY: number`` lines.
+
+It also prints how many ``UPDATE_OPS`` the most crowded ``model_fn`` call saw:
+the layer's two moving-average updates on a TPU, where the model_fn was built
+once, and on one device.
 """
 from absl import app
 from absl import flags
@@ -29,6 +33,7 @@ flags.DEFINE_float("learning_rate", 0.1, "SGD learning rate.")
 flags.mark_flag_as_required("model_dir")
 
 HEIGHT, WIDTH, CHANNELS = 3, 3, 2
+update_ops_seen = []
 
 
 class BatchNormalization(tf.layers.BatchNormalization):
@@ -75,6 +80,7 @@ def model_fn(features, labels, mode, params):
   if FLAGS.use_tpu:
     optimizer = tf.tpu.CrossShardOptimizer(optimizer)
   update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+  update_ops_seen.append(len(update_ops))
   with tf.control_dependencies(update_ops):
     train_op = optimizer.minimize(loss, global_step=tf.train.get_global_step())
   return tf.estimator.tpu.TPUEstimatorSpec(mode, loss=loss, train_op=train_op)
@@ -94,6 +100,7 @@ def main(unused_argv):
                "dense/kernel", "dense/bias"):
     for index, value in enumerate(estimator.get_variable_value(name).ravel()):
       print("%s_%d: %.9g" % (name, index, value))
+  print("update_ops_seen_max: %d" % max(update_ops_seen))
 
 
 if __name__ == "__main__":

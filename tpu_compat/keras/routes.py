@@ -98,6 +98,11 @@ TF_KERAS_PATCHES = (
           "(keras/batch_norm_moments)",
           targets=("tf_keras.src.layers.normalization.batch_normalization:"
                    "BatchNormalizationBase.__init__",)),
+    Patch("layer collections",
+          Wrap("tf_keras.src.legacy_tf_layers.base", "_add_elements_to_collection",
+               "tpu_compat.lowlevel.replica_collections:recorded_layer_collections"),
+          "tf.layers' update ops and losses recorded as the emulated replica's that added "
+          "them, as add_to_collection's are (lowlevel/replica_collections)"),
     Patch("placeholder units", Call("tpu_compat.keras.placeholder_units:patch_tf_keras"),
           "Dense(-1): sized in the parent's build (keras/placeholder_units)",
           targets=("tf_keras.src.layers.core.dense:Dense.__init__",)),

@@ -32,15 +32,28 @@ per duplicate than replica 0, and MirroredStrategy stopped on the count
 mismatch. A replica adding the very object another replica added (the same
 mirrored variable) is recorded as its owner too, and the collection keeps
 it once, as on a TPU.
+
+``tf.layers`` (tf_keras's legacy layers, TF 1.x's ``tf.layers.batch_normalization``
+and ``BatchNormalization``, the TPU "global batch norm" subclasses) add their
+update ops not with ``add_to_collection`` but by appending to
+``get_collection_ref``'s list (tf_keras/src/legacy_tf_layers/base.py
+``_add_elements_to_collection``; TF r1.15 tensorflow/python/layers/base.py did
+the same). Inside an emulated replica :func:`recorded_layer_collections` sends
+the per-replica collections through ``add_to_collection``, so they are recorded
+too: without it replica k's ``train_op`` waited on replicas 0..k's batch-norm
+updates, and each of its gradient ops carried them all as control inputs (a
+SimCLR ResNet-18 on 8 cores wrote a 927 MB graph.pbtxt).
 """
 
 import functools
 import threading
 import weakref
 
+import tensorflow as tf
+
 from tpu_compat._tf_internals import ops
 
-__all__ = ["PER_REPLICA", "patch_collections"]
+__all__ = ["PER_REPLICA", "patch_collections", "recorded_layer_collections"]
 
 # The collections a model_fn fills per call. Not the variables' collections:
 # replica 0 creates the variables and the other replicas reuse them.
@@ -103,3 +116,30 @@ def patch_collections(changes):
     graph = ops.Graph
     changes.replace(graph, "add_to_collection", _recording_add(graph.add_to_collection))
     changes.replace(graph, "get_collection", _filtering_get(graph.get_collection))
+
+
+def recorded_layer_collections(original):
+    """tf.layers' ``_add_elements_to_collection``, recording what a replica adds to PER_REPLICA."""
+
+    @functools.wraps(original)
+    def _add_elements_to_collection(elements, collection_list):
+        names = tf.nest.flatten(collection_list)
+        ours = [name for name in names if name in PER_REPLICA]
+        if not ours or tf.executing_eagerly() or _current_replica() is None:
+            return original(elements, collection_list)
+        others = [name for name in names if name not in PER_REPLICA]
+        if others:
+            original(elements, others)
+        graph = ops.get_default_graph()
+        for name in ours:
+            # As the original, an element already there is not added again; "there"
+            # is what this replica sees (another replica's very object is kept once
+            # by the recording add_to_collection).
+            present = {id(entry) for entry in graph.get_collection(name)}
+            for element in tf.nest.flatten(elements):
+                if id(element) not in present:
+                    graph.add_to_collection(name, element)
+                    present.add(id(element))
+        return None
+
+    return _add_elements_to_collection
