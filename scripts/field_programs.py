@@ -162,6 +162,12 @@ def first_error(output, tree):
                 break
         # faulthandler prints the innermost frame first.
         frames.reverse()
+        fatal = [text.partition(":")[2].strip() for text in lines
+                 if text.startswith("Fatal Python error:")]
+        if fatal and fatal[0] != "Aborted":
+            # A crash of its own (a segmentation fault in TensorFlow's C++, ...):
+            # the runner's timeout sends SIGABRT, which faulthandler calls "Aborted".
+            return "Fatal Python error", fatal[0], _program_frame(frames, tree)
         return "hang", "killed at the timeout", _program_frame(frames, tree)
     return None
 

@@ -145,6 +145,12 @@ def test_a_run_killed_at_its_timeout_reports_where_its_main_thread_was():
     assert fp.first_error(HANG, TREE) == ("hang", "killed at the timeout", "train.py:88")
 
 
+def test_a_crash_is_not_reported_as_a_hang():
+    crash = HANG.replace("Fatal Python error: Aborted", "Fatal Python error: Segmentation fault")
+    assert fp.first_error(crash, TREE) == ("Fatal Python error", "Segmentation fault",
+                                           "train.py:88")
+
+
 def test_no_traceback_means_no_error():
     assert fp.first_error("all fine\nAccuracy: 0.9;\n", TREE) is None
 
