@@ -5,8 +5,8 @@ Written as the self-supervised TPU code of 2019-2020 was (absl flags,
 ``TPUClusterResolver`` bring-up): a "global batch norm" whose moments are
 ``tf.tpu.cross_replica_sum`` of the per-replica moments, and a contrastive
 loss over the whole global batch whose hidden vectors are concatenated across
-replicas with the one-hot + ``cross_replica_sum`` idiom
-(``tpu_cross_replica_concat``), so the loss is differentiated through two
+replicas with SimCLR's ``scatter_nd`` + ``cross_replica_sum`` idiom
+(``tpu_cross_replica_concat``, placed by ``xla.replica_id()``), so the loss is differentiated through two
 different cross-replica sums of different shapes. As SimCLR's model_fn, it
 adds weight decay with ``tf.losses.add_loss`` and reads its loss back with
 ``tf.losses.get_total_loss()``, each replica's own on a TPU. Trained with
@@ -19,6 +19,7 @@ sum of squares after ``--train_steps``.
 import numpy as np
 import tensorflow as tf
 from absl import app, flags
+from tensorflow.compiler.tf2xla.python import xla
 
 FLAGS = flags.FLAGS
 flags.DEFINE_bool("use_tpu", False, "Run on the TPU.")
@@ -39,8 +40,8 @@ def num_replicas():
 
 
 def replica_id():
-    # The era read it from the replica context (or xla.replica_id()).
-    return tf.distribute.get_replica_context().replica_id_in_sync_group
+    # As SimCLR's objective.py read it: XLA's replica id, a uint32 on a TPU.
+    return tf.cast(tf.cast(xla.replica_id(), tf.uint32), tf.int32)
 
 
 def cross_replica_mean(tensor):
@@ -64,8 +65,9 @@ def tpu_cross_replica_concat(tensor):
     """Every replica's rows, in replica order, on every replica."""
     if num_replicas() == 1:
         return tensor
-    one_hot = tf.one_hot(replica_id(), num_replicas(), dtype=tensor.dtype)
-    ext_tensor = one_hot[:, None, None] * tensor[None]
+    # SimCLR's form: this replica's rows at its index, zeros elsewhere, summed.
+    ext_tensor = tf.scatter_nd(indices=[[xla.replica_id()]], updates=[tensor],
+                               shape=[num_replicas()] + tensor.shape.as_list())
     ext_tensor = tf.tpu.cross_replica_sum(ext_tensor)
     return tf.reshape(ext_tensor, [-1] + ext_tensor.shape.as_list()[2:])
 
@@ -90,7 +92,7 @@ def model_fn(features, labels, mode, params):
         tf.layers.dense(hidden, PROJ, kernel_initializer=proj_init, name="head"), -1)
     z_all = tpu_cross_replica_concat(z)
     local = tf.shape(z)[0]
-    offset = tf.cast(replica_id(), tf.int32) * local if num_replicas() > 1 else 0
+    offset = replica_id() * local if num_replicas() > 1 else 0
     logits = tf.matmul(z, z_all, transpose_b=True) / FLAGS.temperature
     targets = tf.one_hot(tf.range(local) + offset, tf.shape(z_all)[0])
     tf.losses.softmax_cross_entropy(targets, logits)

@@ -25,7 +25,7 @@ from tpu_compat.patching import rows as rows_lib
 from tpu_compat.patching.changes import Changes
 from tpu_compat.patching.import_router import ImportRouter
 # The row's shape (Patch: importable from here, as before) and its payloads.
-from tpu_compat.patching.rows import Call, Installation, Patch, Ref
+from tpu_compat.patching.rows import Call, Installation, Patch, Ref, Wrap
 
 __all__ = ["PATCHES", "InstallHandle", "Patch", "apply_alone", "check_order", "install",
            "is_installed", "uninstall"]
@@ -111,6 +111,11 @@ PATCHES = (
           "each emulated replica reads only its own entries of the losses and update-ops "
           "collections, as the one replica a TPU program built (lowlevel/replica_collections)",
           targets=("ops:Graph.add_to_collection", "ops:Graph.get_collection")),
+    Patch("xla replica id",
+          Wrap("tensorflow.compiler.tf2xla.python.xla", "replica_id",
+               "tpu_compat.lowlevel.xla_replica_id:emulated_replica_id"),
+          "xla.replica_id() in an emulated replica is its number, as XLA set it on a TPU "
+          "(lowlevel/xla_replica_id)"),
     Patch("replica variable names",
           Call("tpu_compat.lowlevel.replica_variable_names:patch_variable_op"),
           "in an emulated replica a mirrored variable's op.name is the variable's "
