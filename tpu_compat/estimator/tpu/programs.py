@@ -267,8 +267,6 @@ def _build_eval(settings, ctx, strategy, wrapper, pipeline, steps, host_vars):
         features, labels = inputs
         loss, outputs = replica_lib.replicate(strategy, replica_step, replica_lib.unpack(features, labels,
                                                                    replicas))
-        # One XLA program per step on a TPU: reads see the step's starting values.
-        step_reads_before_writes(replica_lib.local_results(strategy, loss))
         loop_ctx.set_last_step_output("loss", loss)
         ops = [total_loss.assign_add(replica_lib.local_results(strategy, loss)[0])]
         if captured.host_calls:
