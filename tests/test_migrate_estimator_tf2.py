@@ -266,22 +266,24 @@ def test_bert_style_program_eight_replicas(bert_program):
     """AdamWeightDecayOptimizer (apply_gradients overridden) under CrossShardOptimizer,
     warmup + polynomial decay, the hand-made global step increment and scaffold_fn's
     init_from_checkpoint: the migrated program, strict, gives the legacy numbers.
-    One training step: with 8 replicas and more steps the *legacy* run under
-    tpu-compat run is not reproducible (two runs of the default flags gave
-    eval_accuracy 0.406 and 0.25), so it is no reference there."""
+    Six steps in two loops of iterations_per_loop=3 with two warmup steps: the
+    learning rate reads global_step unordered against the hand-made increment,
+    which the legacy run orders as a TPU did (each step sees the global step it
+    started with; tests/test_estimator_step_order.py) and the migrated
+    tf.function as written."""
     root, legacy, migrated, init = bert_program
-    flags = ("--iterations_per_loop=1", "--num_train_steps=1", "--num_warmup_steps=0")
-    _assert_bert_same(_run_bert(legacy, root / "l8", 8, init, *flags),
-                      _run_bert(migrated, root / "m8", 8, init, *flags, strict=True))
+    flags = ("--iterations_per_loop=3", "--num_train_steps=6", "--num_warmup_steps=2")
+    legacy_run = _run_bert(legacy, root / "l8", 8, init, *flags)
+    assert set(legacy_run[1]) == {3, 6}          # two loops of three steps
+    _assert_bert_same(legacy_run, _run_bert(migrated, root / "m8", 8, init, *flags,
+                                            strict=True))
 
 
 @pytest.mark.requires_tf
 @pytest.mark.slow
 def test_bert_style_program_one_replica(bert_program):
-    """1 replica, one training step: the legacy run of more steps varies run to run
-    here too (eval_accuracy 0.25 and 0.375 seen with the default flags), the
-    migrated run does not."""
+    """1 replica, six steps in two loops of three, as with 8 replicas."""
     root, legacy, migrated, init = bert_program
-    flags = ("--iterations_per_loop=1", "--num_train_steps=1", "--num_warmup_steps=0")
+    flags = ("--iterations_per_loop=3", "--num_train_steps=6", "--num_warmup_steps=2")
     _assert_bert_same(_run_bert(legacy, root / "l1", 1, init, *flags),
                       _run_bert(migrated, root / "m1", 1, init, *flags, strict=True))

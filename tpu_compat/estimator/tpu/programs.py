@@ -41,7 +41,7 @@ from tpu_compat.estimator.tpu import context as context_lib
 from tpu_compat.estimator.tpu import host_calls as host_calls_lib
 from tpu_compat.estimator.tpu import replica_step as replica_lib
 from tpu_compat.estimator.tpu import session_hooks
-from tpu_compat.estimator.tpu._ordering import reads_before_updates
+from tpu_compat.estimator.tpu._ordering import reads_before_updates, step_reads_before_writes
 from tpu_compat.estimator.tpu.input_pipeline import InputPipeline
 from tpu_compat.estimator.tpu.spec import HostCallHook, TPUEstimatorSpec, get_scaffold
 
@@ -193,6 +193,8 @@ def _build_train(settings, ctx, strategy, wrapper, pipeline, run_steps, iteratio
         features, labels = inputs
         loss, outputs = replica_lib.replicate(strategy, replica_step, replica_lib.unpack(features, labels,
                                                                    replicas))
+        # One XLA program per step on a TPU: reads see the step's starting values.
+        step_reads_before_writes(replica_lib.local_results(strategy, loss))
         loop_ctx.set_last_step_output("loss", loss)
         if captured.host_calls:
             queue = host_calls_lib.queue_from(ctx, strategy, captured.host_calls, outputs)
