@@ -142,3 +142,58 @@ def test_host_call_and_eval_metrics_one_replica(resnet_program):
     summaries = legacy_run[3]
     assert all(summaries[("mean_replica_loss", s)] == summaries[("loss", s)]
                for s in range(8))
+
+
+def _tiny_estimator(model_dir, every_n, host_tensor):
+    """A use_tpu=False TPUStrategyEstimator whose host_call writes the step's global
+    step with tf.summary.write (no TensorBoard needed)."""
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    v1 = tf.compat.v1
+
+    def host_call_fn(gs):
+        with tf.summary.create_file_writer(str(model_dir)).as_default():
+            tf.summary.write("gs", gs[0], step=tf.cast(gs[0], tf.int64))
+
+    def model_fn(features, labels, mode, params):
+        del labels, params
+        w = v1.get_variable("w", [2], initializer=v1.zeros_initializer())
+        loss = tf.reduce_sum(tf.square(features - w))
+        global_step = v1.train.get_global_step()
+        train_op = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step)
+        return estimator_tf2.TPUEstimatorSpec(
+            mode, loss=loss, train_op=train_op,
+            host_call=(host_call_fn, [host_tensor(global_step)]))
+
+    def input_fn(params):
+        data = np.arange(64, dtype=np.float32).reshape(32, 2)
+        return tf.data.Dataset.from_tensor_slices(data).repeat().batch(params["batch_size"])
+
+    config = estimator_tf2.RunConfig(model_dir=str(model_dir), tpu_config=estimator_tf2.TPUConfig(
+        iterations_per_loop=4, experimental_host_call_every_n_steps=every_n))
+    return estimator_tf2.TPUStrategyEstimator(model_fn, config=config, use_tpu=False,
+                                              train_batch_size=4), input_fn
+
+
+@pytest.mark.requires_tf
+def test_host_call_every_n_steps_and_a_scalar_host_tensor(tmp_path, tpu8):
+    """experimental_host_call_every_n_steps=2 with 4-step loops: the host call runs for
+    each loop's steps 0 and 2 (global steps 0, 2, 4, 6 of 8), as TPUEstimator's
+    host-call hook ran it; a scalar host tensor is an error naming it."""
+    del tpu8
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    estimator, input_fn = _tiny_estimator(tmp_path / "every2", 2,
+                                          lambda step: tf.reshape(step, [1]))
+    estimator.train(input_fn, max_steps=8)
+    steps = []
+    for path in sorted(glob.glob(str(tmp_path / "every2" / "events.out.tfevents.*"))):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            for value in event.summary.value:
+                assert value.tag == "gs"
+                assert int(tf.make_ndarray(value.tensor)) == event.step
+                steps.append(event.step)
+    assert steps == [0, 2, 4, 6]
+    estimator, input_fn = _tiny_estimator(tmp_path / "scalar", 1, lambda step: step)
+    with pytest.raises(ValueError, match="host_call: tensor 0 is a scalar"):
+        estimator.train(input_fn, max_steps=4)
