@@ -3,8 +3,9 @@
 ResNet's host_call: tf.compat.v2 summaries of the step's global step, loss,
 learning rate and epoch, reshaped to [1] for the outfeed), upgraded with
 ``--estimator-to-tf2``, run strict, and compared with its legacy run under
-``tpu-compat run``: losses, eval metrics, weights, global step, and the summary
-events both write to model_dir (tags, steps, values), with 8 and 1 replicas.
+``tpu-compat run``: losses, eval metrics, weights, global step, the summary
+events both write to model_dir (tags, steps, values), and ``predict``'s
+per-image predictions (a padded last batch), with 8 and 1 replicas.
 
 TF 2.21's wheel has no TensorBoard, which ``tf.summary.scalar`` needs; where it
 is not installed, a stand-in ``tensorboard.summary.v2.scalar`` of the same
@@ -68,7 +69,7 @@ def resnet_program(tmp_path_factory, tpu8):
     out = root / "migrated"
     result = run_cli("upgrade", "--estimator-to-tf2", str(legacy), "--output", str(out))
     assert result.returncode == 0, result.stderr
-    assert "(8 rewrites, 0 TODOs)" in result.stderr      # host_call needs no TODO
+    assert "(10 rewrites, 0 TODOs)" in result.stderr     # host_call, predict: no TODO
     assert "host_call=host_call" in (out / RESNET).read_text()
     return root, legacy, out / RESNET, _python_path(root)
 
@@ -111,6 +112,8 @@ def _assert_same(legacy, migrated, steps=8):
         assert math.isclose(loss, migrated_losses[step], rel_tol=1e-5), (step, losses,
                                                                          migrated_losses)
     assert "Saving dict for global step 8: " in stderr
+    # predict: 20 images in steps of 16 (the last padded), one dict per image
+    assert numbers["predictions"] == 20 and "prediction_19_top_probability" in numbers
     # host_call ran once per step with the step's own global step (0..7, as the
     # TPU's reads gave it), writing the same tags, steps and values
     assert set(summaries) == {(tag, step) for tag in TAGS for step in range(steps)}

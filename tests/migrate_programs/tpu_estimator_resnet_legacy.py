@@ -28,6 +28,8 @@ flags.DEFINE_integer("num_cores", 8, "Number of TPU cores.")
 flags.DEFINE_bool("skip_host_call", False, "Skip the host_call which is executed every "
                   "training step to write summaries.")
 flags.DEFINE_float("base_learning_rate", 0.2, "Base learning rate at the batch size.")
+flags.DEFINE_integer("predict_batch_size", 16, "Batch size for prediction.")
+flags.DEFINE_integer("num_predict_images", 20, "Images to classify after training (0: none).")
 FLAGS = flags.FLAGS
 
 IMAGE, CLASSES, NUM_TRAIN_IMAGES = 8, 10, 128
@@ -47,6 +49,13 @@ def model_fn(features, labels, mode, params):
   net = tf.layers.flatten(net)
   logits = tf.layers.dense(net, CLASSES, name="logits",
                            kernel_initializer=tf.glorot_uniform_initializer(seed=4))
+  if mode == tf.estimator.ModeKeys.PREDICT:
+    predictions = {
+        "classes": tf.argmax(logits, axis=1),
+        "probabilities": tf.nn.softmax(logits, name="softmax_tensor")
+    }
+    return tf.estimator.tpu.TPUEstimatorSpec(mode=mode, predictions=predictions)
+
   one_hot_labels = tf.one_hot(labels, CLASSES)
   loss = tf.losses.softmax_cross_entropy(logits=logits, onehot_labels=one_hot_labels)
 
@@ -139,6 +148,12 @@ def eval_input_fn(params):
   return dataset(64, 1).batch(params["batch_size"], drop_remainder=True)
 
 
+def predict_input_fn(params):
+  """Images only, the last batch partial (TPUEstimator pads it)."""
+  images = dataset(FLAGS.num_predict_images, 2).map(lambda image, label: image)
+  return images.batch(params["batch_size"])
+
+
 def main(unused_argv):
   logging.set_verbosity(logging.INFO)
   tpu_cluster_resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
@@ -159,7 +174,8 @@ def main(unused_argv):
       model_fn=model_fn,
       config=config,
       train_batch_size=FLAGS.train_batch_size,
-      eval_batch_size=FLAGS.eval_batch_size)
+      eval_batch_size=FLAGS.eval_batch_size,
+      predict_batch_size=FLAGS.predict_batch_size)
 
   resnet_classifier.train(input_fn=train_input_fn, max_steps=FLAGS.train_steps)
   eval_results = resnet_classifier.evaluate(input_fn=eval_input_fn, steps=FLAGS.eval_steps)
@@ -169,6 +185,14 @@ def main(unused_argv):
     if name.startswith(("conv", "logits")) and "Momentum" not in name:
       print("%s_sum: %.7g" % (name, np.sum(resnet_classifier.get_variable_value(name))))
   print("global_step: %d" % resnet_classifier.get_variable_value("global_step"))
+
+  if FLAGS.num_predict_images:
+    count = 0
+    for i, prediction in enumerate(resnet_classifier.predict(input_fn=predict_input_fn)):
+      print("prediction_%d_class: %d" % (i, prediction["classes"]))
+      print("prediction_%d_top_probability: %.7g" % (i, max(prediction["probabilities"])))
+      count += 1
+    print("predictions: %d" % count)
 
 
 if __name__ == "__main__":

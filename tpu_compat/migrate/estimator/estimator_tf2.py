@@ -413,6 +413,32 @@ def _replica_batches(input_fn, params, pipeline, replicas, global_batch):
     return dataset_fn
 
 
+def _predict_batches(input_fn, params, pipeline, replicas, global_batch):
+    """``(per-replica batches, real examples)`` of each predict step, padded with
+    zeros to ``global_batch``: input_fn's batches as they come (PER_HOST_V1, given
+    the whole batch), or its examples regrouped into whole batches (PER_HOST_V2, as
+    TPUEstimator's unbatch; given the per-replica batch)."""
+    per_replica = global_batch // replicas
+    if pipeline == InputPipelineConfig.PER_HOST_V2:
+        dataset = input_fn(dict(params, batch_size=per_replica))
+        dataset = dataset.unbatch().batch(global_batch)
+    else:
+        dataset = input_fn(dict(params, batch_size=global_batch))
+    for element in dataset:
+        real = int(tf.shape(tf.nest.flatten(element)[0])[0])
+        if real > global_batch:
+            raise ValueError(f"input_fn: a predict batch of {real} examples is larger "
+                             f"than predict_batch_size={global_batch}")
+
+        def pad(tensor):
+            paddings = [[0, global_batch - real]] + [[0, 0]] * (tensor.shape.rank - 1)
+            return tf.pad(tensor, paddings)
+
+        padded = tf.nest.map_structure(pad, element)
+        yield [tf.nest.map_structure(lambda t: t[i * per_replica:(i + 1) * per_replica],
+                                     padded) for i in range(replicas)], real
+
+
 class TPUStrategyEstimator:
     """TPUEstimator's interface (``train``, ``evaluate``, ``predict``,
     ``get_variable_names``, ``get_variable_value``, ``latest_checkpoint``) over
@@ -644,10 +670,64 @@ class TPUStrategyEstimator:
         path = saver.save(None, prefix, global_step=step)
         logging.info("Saving checkpoints for %d into %s.", step, path)
 
-    def predict(self, input_fn, *args, **kwargs):
-        del input_fn, args, kwargs
-        _refuse("TPUEstimator.predict", "predict", "not migrated: run the model_fn's "
-                "predictions in strategy.run inside a tf.function by hand")
+    def predict(self, input_fn, predict_keys=None, hooks=None, checkpoint_path=None,
+                yield_single_examples=True):
+        """TPUEstimator.predict on the TPU (tensorflow_estimator r1.15 tpu_estimator.py,
+        _InputsWithStoppingSignals and _PaddingSignals): each step takes the next
+        ``predict_batch_size`` examples, pads a partial last batch with zeros, splits
+        it in order across the replicas, and yields the real examples' predictions
+        in input order (one dict per example, or per step)."""
+        if hooks:
+            _refuse("TPUEstimator.predict hooks", hooks,
+                    "SessionRunHooks run around Session.run calls, which TF 2 does not make")
+        strategy, replicas = self.strategy, self._replicas(ModeKeys.PREDICT)
+        batch = self._batch_sizes[ModeKeys.PREDICT]
+        if batch is None or batch % replicas:
+            raise ValueError(f"TPUEstimator: predict_batch_size={batch!r} must be a "
+                             f"multiple of the number of replicas ({replicas})")
+        state = self._state_for_run()
+        iterator = iter(_predict_batches(input_fn, dict(self._params, use_tpu=self._use_tpu),
+                                         self.config.tpu_config.per_host_input_for_training,
+                                         replicas, batch))
+
+        def replica_step(batch_in):
+            features, labels = _features_and_labels(batch_in)
+            spec = state(self._call_model_fn, features, labels, ModeKeys.PREDICT, replicas)
+            if not isinstance(spec.predictions, dict):
+                raise TypeError(f"TPUEstimatorSpec.predictions must be a dict of Tensors "
+                                f"on the TPU, given: {type(spec.predictions).__name__}")
+            keys = predict_keys or sorted(spec.predictions)
+            unknown = sorted(set(keys) - set(spec.predictions))
+            if unknown:
+                raise ValueError(f"predict_keys {unknown} are not in the predictions "
+                                 f"({sorted(spec.predictions)})")
+            return {key: tf.identity(spec.predictions[key]) for key in keys}
+
+        @tf.function
+        def step(per_replica):
+            local = strategy.experimental_local_results
+            outputs = strategy.run(replica_step, args=(per_replica,))
+            return tf.nest.map_structure(lambda t: tf.concat(local(t), axis=0), outputs)
+
+        first = next(iterator, None)
+        if first is None:
+            return
+        distribute = lambda b: strategy.experimental_distribute_values_from_function(
+            lambda context: b[context.replica_id_in_sync_group])
+        with strategy.scope(), state.recording():   # creates the variables, runs nothing
+            step.get_concrete_function(distribute(first[0]))
+        self._restore_or_warm_start(checkpoint_path)
+        pending = first
+        while pending is not None:
+            per_replica, real = pending
+            values = {key: value.numpy()[:real] for key, value in
+                      step(distribute(per_replica)).items()}
+            if not yield_single_examples:
+                yield values
+            else:
+                for index in range(real):
+                    yield {key: value[index] for key, value in values.items()}
+            pending = next(iterator, None)
 
     def export_saved_model(self, export_dir_base, *args, **kwargs):
         del args, kwargs
