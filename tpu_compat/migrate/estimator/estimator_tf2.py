@@ -26,6 +26,11 @@ tpu_estimator.py and tpu_context.py are the behaviour kept):
 * ``eval_metrics``: ``metric_fn`` on the host on the replicas' tensors
   concatenated, as TPUEstimator's outfeed gave them; ``evaluate`` logs
   ``Saving dict for global step N: ...`` and returns the dict.
+* ``host_call``: ``fn`` on the host once per training step with that step's
+  tensors of all replicas concatenated (read at the step's start values, as a
+  TPU's one XLA computation read them); its summary writers kept and flushed.
+* ``predict``: ``predict_batch_size`` examples a step, a partial last batch
+  padded and the padding dropped; one dict per example, in input order.
 * checkpoints: ``model.ckpt-N`` in ``model_dir`` with the TF 1 variable names.
 """
 
