@@ -944,6 +944,9 @@ class _HostCallRunner:
             with _keeping_summary_writers(self._writers):
                 self._function = tf.function(host).get_concrete_function(
                     *[tf.TensorSpec(t.shape[1:], t.dtype) for t in queued])
+        # n > 1: the loop's steps 0, n, 2n, ... ("the step number within the current
+        # training loop", tensorflow_estimator r1.15 tpu_estimator.py,
+        # _OutfeedHostCall.create_enqueue_op).
         for step in range(iterations):
             if step % self._every_n == 0:
                 self._function(*[t[step] for t in queued])
