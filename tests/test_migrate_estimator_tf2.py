@@ -54,11 +54,8 @@ def test_rewrites(before, after):
 
 
 TODOS = [
-    ("tf.estimator.tpu.TPUEstimatorSpec(mode, loss=l, host_call=(fn, [l]))", "TPC071",
-     "host_call is not migrated"),
     ("tf.estimator.tpu.TPUEstimatorSpec(mode, loss=l, training_hooks=[h])", "TPC071",
      "SessionRunHooks"),
-    ("e.predict(input_fn=f)", "TPC070", "predict is not migrated"),
     ("e.export_saved_model(d, f)", "TPC070", "export is not migrated"),
     ("e.train(f, max_steps=3, hooks=[h])", "TPC086", "train(hooks=...)"),
 ]
@@ -74,6 +71,14 @@ def test_todos(statement, rule, why):
     # the TODO line sits above the statement, at its indentation
     assert f"    # TODO(tpu_compat): {rule} {todos[0].todo}\n    " in migrated.text
     assert to_tf2.migrate_text(migrated.text).text == migrated.text
+
+
+def test_host_call_needs_no_todo():
+    source = (V1 + "e = tf.estimator.tpu.TPUEstimator(model_fn=f)\n"
+              "s = tf.estimator.tpu.TPUEstimatorSpec(mode, loss=l, host_call=(fn, [l]))\n")
+    migrated = to_tf2.migrate_text(source)
+    assert migrated.notes and not any(note.todo for note in migrated.notes)
+    assert "host_call=(fn, [l])" in migrated.text
 
 
 def test_from_imports_get_a_todo_custom_v1_optimizers_and_warm_starts_do_not():
@@ -192,12 +197,19 @@ def test_eight_replicas_momentum_and_a_restored_legacy_model_dir(migrated_progra
 @pytest.mark.requires_tf
 def test_the_driver_refuses_what_it_does_not_migrate_by_name():
     from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
-    for argument in ("host_call", "training_hooks"):
-        with pytest.raises(NotImplementedError, match=f"TPUEstimatorSpec.{argument}"):
-            estimator_tf2.TPUEstimatorSpec("train", loss=1.0, **{argument: [object()]})
+    with pytest.raises(NotImplementedError, match="TPUEstimatorSpec.training_hooks"):
+        estimator_tf2.TPUEstimatorSpec("train", loss=1.0, training_hooks=[object()])
+    # host_call is migrated (test_migrate_estimator_host_call.py); a malformed one is
+    # named
+    with pytest.raises(ValueError, match=r"TPUEstimatorSpec.host_call must be a \(fn, "):
+        estimator_tf2.TPUEstimatorSpec("train", loss=1.0, host_call=[object()])
+    with pytest.raises(TypeError, match=r"TPUEstimatorSpec.host_call\[0\] must be callable"):
+        estimator_tf2.TPUEstimatorSpec("train", loss=1.0, host_call=(1, []))
+    with pytest.raises(ValueError, match="experimental_host_call_every_n_steps must be"):
+        estimator_tf2.TPUConfig(experimental_host_call_every_n_steps=0)
     estimator = estimator_tf2.TPUStrategyEstimator(lambda features: None, model_dir="d")
-    with pytest.raises(NotImplementedError, match="TPUEstimator.predict"):
-        estimator.predict(input_fn=None)
+    with pytest.raises(NotImplementedError, match="TPUEstimator.predict hooks"):
+        next(estimator.predict(input_fn=None, hooks=[object()]))
     with pytest.raises(NotImplementedError, match="TPUEstimator.export_saved_model"):
         estimator.export_saved_model("out", None)
 

@@ -26,6 +26,11 @@ tpu_estimator.py and tpu_context.py are the behaviour kept):
 * ``eval_metrics``: ``metric_fn`` on the host on the replicas' tensors
   concatenated, as TPUEstimator's outfeed gave them; ``evaluate`` logs
   ``Saving dict for global step N: ...`` and returns the dict.
+* ``host_call``: ``fn`` on the host once per training step with that step's
+  tensors of all replicas concatenated (read at the step's start values, as a
+  TPU's one XLA computation read them); its summary writers kept and flushed.
+* ``predict``: ``predict_batch_size`` examples a step, a partial last batch
+  padded and the padding dropped; one dict per example, in input order.
 * checkpoints: ``model.ckpt-N`` in ``model_dir`` with the TF 1 variable names.
 """
 
@@ -93,6 +98,12 @@ class TPUConfig:
         self.iterations_per_loop = iterations_per_loop
         self.num_shards = num_shards
         self.per_host_input_for_training = per_host_input_for_training
+        if (isinstance(experimental_host_call_every_n_steps, bool) or not isinstance(
+                experimental_host_call_every_n_steps, int)
+                or experimental_host_call_every_n_steps < 1):
+            raise ValueError(f"TPUConfig: experimental_host_call_every_n_steps must be a "
+                             f"positive int, given: {experimental_host_call_every_n_steps!r}")
+        self.experimental_host_call_every_n_steps = experimental_host_call_every_n_steps
 
 
 class RunConfig:
@@ -126,16 +137,19 @@ class TPUEstimatorSpec:
     def __init__(self, mode, predictions=None, loss=None, train_op=None, eval_metrics=None,
                  export_outputs=None, scaffold_fn=None, host_call=None, training_hooks=None,
                  evaluation_hooks=None, prediction_hooks=None):
-        for name, value in (("host_call", host_call), ("training_hooks", training_hooks),
+        for name, value in (("training_hooks", training_hooks),
                             ("evaluation_hooks", evaluation_hooks),
                             ("prediction_hooks", prediction_hooks)):
             if value:
                 _refuse(f"TPUEstimatorSpec.{name}", type(value).__name__,
-                        "session hooks and outfeed host calls have no tf.function form "
-                        "here yet (write tf.summary calls in the training loop)")
+                        "session hooks have no tf.function form (TF 2 makes no "
+                        "Session.run calls)")
+        if host_call is not None:
+            _check_host_call("host_call", host_call)
         self.mode, self.predictions, self.loss, self.train_op = mode, predictions, loss, train_op
         self.eval_metrics, self.export_outputs, self.scaffold_fn = (
             eval_metrics, export_outputs, scaffold_fn)
+        self.host_call = host_call
 
 
 class CrossReplicaOptimizer(tf.compat.v1.train.Optimizer):
@@ -404,6 +418,32 @@ def _replica_batches(input_fn, params, pipeline, replicas, global_batch):
     return dataset_fn
 
 
+def _predict_batches(input_fn, params, pipeline, replicas, global_batch):
+    """``(per-replica batches, real examples)`` of each predict step, padded with
+    zeros to ``global_batch``: input_fn's batches as they come (PER_HOST_V1, given
+    the whole batch), or its examples regrouped into whole batches (PER_HOST_V2, as
+    TPUEstimator's unbatch; given the per-replica batch)."""
+    per_replica = global_batch // replicas
+    if pipeline == InputPipelineConfig.PER_HOST_V2:
+        dataset = input_fn(dict(params, batch_size=per_replica))
+        dataset = dataset.unbatch().batch(global_batch)
+    else:
+        dataset = input_fn(dict(params, batch_size=global_batch))
+    for element in dataset:
+        real = int(tf.shape(tf.nest.flatten(element)[0])[0])
+        if real > global_batch:
+            raise ValueError(f"input_fn: a predict batch of {real} examples is larger "
+                             f"than predict_batch_size={global_batch}")
+
+        def pad(tensor):
+            paddings = [[0, global_batch - real]] + [[0, 0]] * (tensor.shape.rank - 1)
+            return tf.pad(tensor, paddings)
+
+        padded = tf.nest.map_structure(pad, element)
+        yield [tf.nest.map_structure(lambda t: t[i * per_replica:(i + 1) * per_replica],
+                                     padded) for i in range(replicas)], real
+
+
 class TPUStrategyEstimator:
     """TPUEstimator's interface (``train``, ``evaluate``, ``predict``,
     ``get_variable_names``, ``get_variable_value``, ``latest_checkpoint``) over
@@ -542,12 +582,16 @@ class TPUStrategyEstimator:
         strategy, replicas = self.strategy, self._replicas(ModeKeys.TRAIN)
         state = self._state_for_run()
         iterator = iter(self._dataset(input_fn, ModeKeys.TRAIN, replicas))
+        host = _HostCallRunner(self.config.tpu_config.experimental_host_call_every_n_steps)
 
         def replica_step(batch):
             features, labels = _features_and_labels(batch)
+            # The step's start values of the variables, for host_call (below).
+            starts = _start_values(state.all_variables()) if host.active else {}
             spec = state(self._call_model_fn, features, labels, ModeKeys.TRAIN, replicas)
+            host_tensors = host.tensors(spec.host_call, starts)
             with tf.control_dependencies([spec.train_op]):
-                return tf.identity(tf.cast(spec.loss, tf.float32))
+                return tf.identity(tf.cast(spec.loss, tf.float32)), host_tensors
 
         build = tf.function(lambda batch: strategy.run(replica_step, args=(batch,)))
         with strategy.scope(), state.recording():   # creates the variables, runs nothing
@@ -558,11 +602,17 @@ class TPUStrategyEstimator:
         @tf.function
         def loop(iterator, iterations):
             loss = tf.constant(0.0)
-            for _ in tf.range(iterations):
-                per_replica = strategy.run(replica_step, args=(next(iterator),))
+            local = strategy.experimental_local_results
+            # TPUEstimator's outfeed: each step's host_call tensors of all replicas,
+            # concatenated in replica order along dim 0, queued for the host.
+            queues = [tf.TensorArray(dtype, size=iterations) for dtype in host.dtypes]
+            for i in tf.range(iterations):
+                per_replica, host_tensors = strategy.run(replica_step, args=(next(iterator),))
                 # TPUEstimator reported replica 0's loss of the loop's last step.
-                loss = strategy.experimental_local_results(per_replica)[0]
-            return loss
+                loss = local(per_replica)[0]
+                queues = [queue.write(i, tf.concat(local(tensor), axis=0))
+                          for queue, tensor in zip(queues, host_tensors)]
+            return loss, [queue.stack() for queue in queues]
 
         step = int(state.global_step.numpy())
         last = max_steps if max_steps is not None else step + steps
@@ -574,7 +624,8 @@ class TPUStrategyEstimator:
         loops = 0
         while step < last:
             iterations = min(per_loop, last - step)
-            loss = loop(iterator, tf.constant(iterations))
+            loss, queued = loop(iterator, tf.constant(iterations))
+            host.run(queued, iterations)
             step = int(state.global_step.numpy())
             if log_loops and loops % log_loops == 0:
                 logging.info("loss = %s, step = %d", loss.numpy(), step)
@@ -584,6 +635,7 @@ class TPUStrategyEstimator:
                 saved_at = step
         if saved_at != step:
             self._save(saver, step)
+        host.close()
         logging.info("Loss for final step: %s.", loss.numpy())
         return self
 
@@ -623,10 +675,64 @@ class TPUStrategyEstimator:
         path = saver.save(None, prefix, global_step=step)
         logging.info("Saving checkpoints for %d into %s.", step, path)
 
-    def predict(self, input_fn, *args, **kwargs):
-        del input_fn, args, kwargs
-        _refuse("TPUEstimator.predict", "predict", "not migrated: run the model_fn's "
-                "predictions in strategy.run inside a tf.function by hand")
+    def predict(self, input_fn, predict_keys=None, hooks=None, checkpoint_path=None,
+                yield_single_examples=True):
+        """TPUEstimator.predict on the TPU (tensorflow_estimator r1.15 tpu_estimator.py,
+        _InputsWithStoppingSignals and _PaddingSignals): each step takes the next
+        ``predict_batch_size`` examples, pads a partial last batch with zeros, splits
+        it in order across the replicas, and yields the real examples' predictions
+        in input order (one dict per example, or per step)."""
+        if hooks:
+            _refuse("TPUEstimator.predict hooks", hooks,
+                    "SessionRunHooks run around Session.run calls, which TF 2 does not make")
+        strategy, replicas = self.strategy, self._replicas(ModeKeys.PREDICT)
+        batch = self._batch_sizes[ModeKeys.PREDICT]
+        if batch is None or batch % replicas:
+            raise ValueError(f"TPUEstimator: predict_batch_size={batch!r} must be a "
+                             f"multiple of the number of replicas ({replicas})")
+        state = self._state_for_run()
+        iterator = iter(_predict_batches(input_fn, dict(self._params, use_tpu=self._use_tpu),
+                                         self.config.tpu_config.per_host_input_for_training,
+                                         replicas, batch))
+
+        def replica_step(batch_in):
+            features, labels = _features_and_labels(batch_in)
+            spec = state(self._call_model_fn, features, labels, ModeKeys.PREDICT, replicas)
+            if not isinstance(spec.predictions, dict):
+                raise TypeError(f"TPUEstimatorSpec.predictions must be a dict of Tensors "
+                                f"on the TPU, given: {type(spec.predictions).__name__}")
+            keys = predict_keys or sorted(spec.predictions)
+            unknown = sorted(set(keys) - set(spec.predictions))
+            if unknown:
+                raise ValueError(f"predict_keys {unknown} are not in the predictions "
+                                 f"({sorted(spec.predictions)})")
+            return {key: tf.identity(spec.predictions[key]) for key in keys}
+
+        @tf.function
+        def step(per_replica):
+            local = strategy.experimental_local_results
+            outputs = strategy.run(replica_step, args=(per_replica,))
+            return tf.nest.map_structure(lambda t: tf.concat(local(t), axis=0), outputs)
+
+        first = next(iterator, None)
+        if first is None:
+            return
+        distribute = lambda b: strategy.experimental_distribute_values_from_function(
+            lambda context: b[context.replica_id_in_sync_group])
+        with strategy.scope(), state.recording():   # creates the variables, runs nothing
+            step.get_concrete_function(distribute(first[0]))
+        self._restore_or_warm_start(checkpoint_path)
+        pending = first
+        while pending is not None:
+            per_replica, real = pending
+            values = {key: value.numpy()[:real] for key, value in
+                      step(distribute(per_replica)).items()}
+            if not yield_single_examples:
+                yield values
+            else:
+                for index in range(real):
+                    yield {key: value[index] for key, value in values.items()}
+            pending = next(iterator, None)
 
     def export_saved_model(self, export_dir_base, *args, **kwargs):
         del args, kwargs
@@ -651,6 +757,9 @@ class TPUStrategyEstimator:
         def replica_step(batch):
             features, labels = _features_and_labels(batch)
             spec = state(self._call_model_fn, features, labels, ModeKeys.EVAL, replicas)
+            if spec.host_call is not None:
+                _refuse("TPUEstimatorSpec.host_call", "in mode 'eval'",
+                        "the migration runs host_call in training only")
             if not metric_fns:
                 metric_fns.append(spec.eval_metrics)
             tensors = _metric_tensors(spec.eval_metrics)
@@ -724,3 +833,150 @@ class _HostMetrics:
 
     def values(self):
         return {name: value.numpy() for name, value in zip(self._names, self._values())}
+
+
+# -- host_call -------------------------------------------------------------------
+
+def _check_host_call(name, host_call):
+    if not isinstance(host_call, (tuple, list)) or len(host_call) != 2:
+        raise ValueError(f"TPUEstimatorSpec.{name} must be a (fn, tensors) pair, "
+                         f"given: {host_call!r}")
+    if not callable(host_call[0]):
+        raise TypeError(f"TPUEstimatorSpec.{name}[0] must be callable, given: "
+                        f"{host_call[0]!r}")
+    if not isinstance(host_call[1], (tuple, list, dict)):
+        raise ValueError(f"TPUEstimatorSpec.{name}[1] must be a list, tuple or dict of "
+                         f"tensors, given: {host_call[1]!r}")
+
+
+def _handle_op(tensor):
+    """The op behind a resource handle (through Identity): one per variable copy."""
+    op = tensor.op
+    while op.type == "Identity" and op.inputs:
+        op = op.inputs[0].op
+    return op
+
+
+def _start_values(variables):
+    """{handle op: this replica's read of the variable}, made before ``model_fn``
+    runs, so before the step's updates."""
+    starts = {}
+    for variable in variables:
+        value = tf.identity(variable)
+        read = value.op
+        while read.type != "ReadVariableOp" and read.inputs:
+            read = read.inputs[0].op
+        if read.type == "ReadVariableOp":
+            starts[_handle_op(read.inputs[0])] = read.outputs[0]
+    return starts
+
+
+def _read_start_values(tensors, starts):
+    """Points every variable read behind ``tensors`` at the step's start value.
+
+    On a TPU the step is one XLA computation whose variable reads see the values
+    the step started with, so ResNet's ``tf.reshape(global_step, [1])``, written
+    after ``optimizer.minimize``, gave host_call the step's own global step
+    (0, 1, ...). A tf.function orders that read after the update instead; the
+    read's consumers take the start-of-step read here (tensorflow_estimator r1.15
+    tpu_estimator.py, _OutfeedHostCall: the tensors are outfed from the step)."""
+    seen, pending = set(), [t.op for t in tensors]
+    while pending:
+        op = pending.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        for index, tensor in enumerate(op.inputs):
+            source = tensor.op
+            start = starts.get(_handle_op(source.inputs[0])) if (
+                source.type == "ReadVariableOp") else None
+            if start is not None and start is not tensor and start.dtype == tensor.dtype:
+                op._update_input(index, start)  # pylint: disable=protected-access
+            else:
+                pending.append(source)
+
+
+class _HostCallRunner:
+    """``host_call`` as TPUEstimator ran it: ``fn`` on the host once per step (every
+    ``experimental_host_call_every_n_steps``-th step of a loop) with that step's
+    tensors of all replicas concatenated along dim 0; its summary writer created
+    once (a tf.function traced once) and flushed at the end of ``train``."""
+
+    def __init__(self, every_n):
+        self._every_n = every_n
+        self._call = None           # (fn, keys or None), set when model_fn gives one
+        self._function = None
+        self._writers = []
+        self.dtypes = []
+
+    @property
+    def active(self):
+        return self._call is not None
+
+    def tensors(self, host_call, starts):
+        """The step's host_call tensors, flat (``[]`` without host_call)."""
+        if host_call is None:
+            return []
+        fn, tensors = host_call
+        keys = sorted(tensors) if isinstance(tensors, dict) else None
+        flat = [tf.convert_to_tensor(tensors[k]) for k in keys] if keys else [
+            tf.convert_to_tensor(t) for t in tensors]
+        for name, tensor in zip(keys or range(len(flat)), flat):
+            if tensor.shape.rank == 0:
+                raise ValueError(f"TPUEstimatorSpec.host_call: tensor {name!r} is a scalar; "
+                                 f"host_call tensors need a batch dimension to be "
+                                 f"concatenated across replicas (tf.reshape(t, [1]))")
+        if starts:
+            _read_start_values(flat, starts)
+        self._call, self.dtypes = (fn, keys), [t.dtype for t in flat]
+        return flat
+
+    def run(self, queued, iterations):
+        if self._call is None:
+            return
+        fn, keys = self._call
+        if self._function is None:
+            def host(*flat):
+                if keys is None:
+                    fn(*flat)
+                else:
+                    fn(**dict(zip(keys, flat)))
+            with _keeping_summary_writers(self._writers):
+                self._function = tf.function(host).get_concrete_function(
+                    *[tf.TensorSpec(t.shape[1:], t.dtype) for t in queued])
+        # n > 1: the loop's steps 0, n, 2n, ... ("the step number within the current
+        # training loop", tensorflow_estimator r1.15 tpu_estimator.py,
+        # _OutfeedHostCall.create_enqueue_op).
+        for step in range(iterations):
+            if step % self._every_n == 0:
+                self._function(*[t[step] for t in queued])
+
+    def close(self):
+        """Flushes and closes the host function's summary writers, as TPUEstimator's
+        host-call hook flushed them at the end of ``train``."""
+        for writer in self._writers:
+            writer.close()
+        self._writers, self._function = [], None
+
+
+@contextlib.contextmanager
+def _keeping_summary_writers(kept):
+    """Keeps the summary writers a host function creates while it is traced.
+
+    ``tf.summary.create_file_writer`` in a tf.function makes its writer once, at
+    trace time (in ``init_scope``), and the function only captures its handle: the
+    writer object, which owns the resource, is dropped when the host function's
+    ``with`` ends, and the next call finds no writer. A TF 1 graph (TPUEstimator's)
+    kept it for the session's life; here ``kept`` does, until ``close``."""
+    writer_class = sys.modules[tf.summary.create_file_writer.__module__]._ResourceSummaryWriter  # pylint: disable=protected-access
+    original = writer_class.__init__
+
+    def keep(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        kept.append(self)
+
+    writer_class.__init__ = keep
+    try:
+        yield
+    finally:
+        writer_class.__init__ = original

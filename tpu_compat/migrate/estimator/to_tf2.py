@@ -17,7 +17,7 @@ TPUConfig, InputPipelineConfig}``, ``tf.estimator.ModeKeys``
 
 What the driver does not run the TPUEstimator way gets a ``# TODO(tpu_compat)``
 line naming it and why (the driver also refuses it at run time, by name):
-``host_call``, session hooks, ``export_outputs`` and exports, ``predict``, and
+session hooks, ``export_outputs`` and exports, and
 ``from ... import`` of the estimator names. ``tf.compat.v1.train.init_from_checkpoint``
 (a ``scaffold_fn``'s warm start) becomes the driver's, which applies it before
 the first step when ``model_dir`` holds no checkpoint.
@@ -60,8 +60,6 @@ _RENAMES.update({
 
 # TPUEstimatorSpec arguments the driver does not run as TPUEstimator did, and why.
 _SPEC_TODOS = {
-    "host_call": "host_call is not migrated: its outfeed to a host function has no "
-                 "tf.function form here; write tf.summary calls in the training step",
     "training_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
     "evaluation_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
     "prediction_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
@@ -69,8 +67,6 @@ _SPEC_TODOS = {
                       "export (write one with tf.saved_model.save)",
 }
 _METHOD_TODOS = {
-    "predict": "TPUStrategyEstimator.predict is not migrated: run the model_fn's "
-               "predictions in strategy.run by hand",
     "export_saved_model": "export is not migrated: write a SavedModel with "
                           "tf.saved_model.save",
     "export_savedmodel": "export is not migrated: write a SavedModel with "
