@@ -10,7 +10,9 @@ device (tf_keras, no strategy) on the same global batches, at rtol 1e-5:
   the core count, so every count gives the reference's numbers. It seeds its
   initialization: some unseeded draws put a weight where Adam's first step turns
   float32 summation order into more than 1e-5 (the program's comment says which).
-* keras_tpu_template.py, the AI Platform TPU template: argparse flags, compiled after
+* keras_tpu_template.py, the AI Platform TPU template with its LSTM, under
+  ``--fidelity tpu`` (the LSTM's gradient compiles only on static per-core batches,
+  keras/tpu_specialize.py): argparse flags, compiled after
   the conversion with ``SGD(lr=)``, ``fit(input_fn, steps_per_epoch, validation_data=
   input_fn, validation_steps)``: each core pulls its own batch, so the reference fits
   batches of ``batch_size * cores``; ``save_weights`` under ``model_dir`` loads into a
@@ -90,7 +92,7 @@ def test_using_single_core_runs_one_core():
 def test_template_input_fn_fit_matches_one_device(replicas, tmp_path):
     result = _result(run_scenario(
         "keras_tpu_template.py", replicas, "--model_dir", str(tmp_path / "model"),
-        "--num_cores", str(replicas), tf1=True))
+        "--num_cores", str(replicas), tf1=True, env={"TPU_COMPAT_FIDELITY": "tpu"}))
     got, want = result["distributed"], result["reference"]
     _same_training(got, want)
     # save_weights copied the TPU weights back: a fresh CPU model loads them.
