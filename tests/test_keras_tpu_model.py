@@ -15,7 +15,8 @@ device (tf_keras, no strategy) on the same global batches, at rtol 1e-5:
   keras/tpu_specialize.py): argparse flags, compiled after
   the conversion with ``SGD(lr=)``, ``fit(input_fn, steps_per_epoch, validation_data=
   input_fn, validation_steps)``: each core pulls its own batch, so the reference fits
-  batches of ``batch_size * cores``; ``save_weights`` under ``model_dir`` loads into a
+  batches of ``batch_size * cores``; then its earlier revision's ``fit(x, y,
+  batch_size=GLOBAL)``, a second per-core batch size; ``save_weights`` under ``model_dir`` loads into a
   fresh CPU model.
 """
 import json
@@ -95,6 +96,9 @@ def test_template_input_fn_fit_matches_one_device(replicas, tmp_path):
         "--num_cores", str(replicas), tf1=True, env={"TPU_COMPAT_FIDELITY": "tpu"}))
     got, want = result["distributed"], result["reference"]
     _same_training(got, want)
+    # The array fit, on a second per-core batch size, continued the same weights.
+    for key in want["array_history"]:
+        _close(got["array_history"][key], want["array_history"][key])
     # save_weights copied the TPU weights back: a fresh CPU model loads them.
     for restored, weight in zip(got["restored"], got["weights"]):
         np.testing.assert_array_equal(restored, weight)

@@ -55,8 +55,8 @@ from tpu_compat.runtime import resolver as resolver_lib
 from tpu_compat.keras.tpu_clone import (
     clone_metrics, clone_optimizer, compile_arguments, program_keras)
 from tpu_compat.keras.tpu_inputs import (
-    KERAS_FIT_BATCH_SIZE, check_numpy_batches, first_array, global_batches, per_core_batch,
-    validate_shapes)
+    KERAS_FIT_BATCH_SIZE, check_numpy_batches, even_per_core_batch, first_array,
+    global_batches, per_core_batch, validate_shapes)
 from tpu_compat.keras.tpu_specialize import SpecializedModels
 
 __all__ = ["KerasTPUModel", "TPUDistributionStrategy", "keras_to_tpu_model", "tpu_model"]
@@ -220,7 +220,7 @@ class KerasTPUModel:
         """``fit(input_fn, steps_per_epoch=N)`` or ``fit(x, y, batch_size=GLOBAL)``."""
         kwargs.pop("_pipeline", None)  # keras_support.py's private switch
         cores = self._num_cores
-        batches = []  # per-core batch sizes of the input functions' datasets
+        batches = []  # per-core batch sizes of the call's inputs (None: not one size)
         if isinstance(validation_data, tf.data.Dataset):
             _refuse_dataset("fit")
         if callable(_era_input(x, y, steps_per_epoch, "steps_per_epoch", "fit")):
@@ -242,6 +242,7 @@ class KerasTPUModel:
                 validation_split = 0.
             if batch_size is not None:
                 check_numpy_batches(len(first_array(x)), batch_size, cores)
+                batches.append(even_per_core_batch(len(first_array(x)), batch_size, cores))
         if callable(validation_data):
             if validation_steps is None:
                 raise ValueError("When using tf.data as validation for a model, you "
@@ -252,6 +253,8 @@ class KerasTPUModel:
               and not isinstance(validation_data, tf.data.Dataset)):
             check_numpy_batches(len(first_array(validation_data[0])), batch_size, cores,
                                  "batch_size (validation data)")
+            batches.append(even_per_core_batch(len(first_array(validation_data[0])),
+                                               batch_size, cores))
         model = self._model_for(batches)
         history = model.fit(
             x, y, batch_size=batch_size, epochs=epochs, verbose=verbose,
@@ -263,8 +266,8 @@ class KerasTPUModel:
         return history
 
     def _model_for(self, batches):
-        """The TPU copy on static per-core batches when every input function of the
-        call gives the same per-core batch (tpu_specialize.py), else the copy itself."""
+        """The TPU copy on static per-core batches when every input of the call gives
+        the same per-core batch (tpu_specialize.py), else the copy itself."""
         if len(set(batches)) != 1:
             return self._tpu_model
         return self._specialized.for_batch(self._tpu_model, batches[0])
@@ -282,8 +285,9 @@ class KerasTPUModel:
                 batch_size = KERAS_FIT_BATCH_SIZE
             if batch_size is not None:
                 check_numpy_batches(len(first_array(x)), batch_size, cores)
-        return self._model_for(batches).evaluate(x, y, batch_size=batch_size, verbose=verbose,
-                                        sample_weight=sample_weight, steps=steps, **kwargs)
+        model = self._model_for(batches)
+        return model.evaluate(x, y, batch_size=batch_size, verbose=verbose,
+                              sample_weight=sample_weight, steps=steps, **kwargs)
 
     def predict(self, x, batch_size=None, verbose=0, steps=None, **kwargs):
         """``predict`` of arrays in global batches that split across the cores."""
