@@ -128,7 +128,8 @@ def test_scan_reports_the_keras_tpu_api():
 
 
 def test_refusals_single_core_and_weights_round_trip():
-    result = _result(run_scenario("keras_tpu_checks.py", 8, tf1=True))
+    result = _result(run_scenario("keras_tpu_checks.py", 8, tf1=True,
+                                  env={"TPU_COMPAT_FIDELITY": "tpu"}))
     assert result["cores"] == 8
     assert result["not_a_strategy"][0] == "TypeError"
     assert "tf.contrib.tpu.TPUDistributionStrategy" in result["not_a_strategy"][1]
@@ -158,4 +159,13 @@ def test_refusals_single_core_and_weights_round_trip():
     _close(result["load_weights_cpu"][0], np.full((4, 2), 0.5))
     # A stateful model and using_single_core=True run on one core.
     assert result["stateful_cores"] == 1
+    # A smaller last batch keeps the dynamic batch: an LSTM's gradient is refused under
+    # --fidelity tpu, at the program's fit line (not threading.py, not tf_keras).
+    error_type, message = result["lstm_last_batch_8"]
+    assert error_type == "TPUCompilationError", message
+    scenario = REPO_ROOT / "tests" / "scenarios" / "keras_tpu_checks.py"
+    (line,) = [number for number, text in enumerate(scenario.read_text().splitlines(), 1)
+               if text.endswith("# LINE lstm")]
+    assert f"keras_tpu_checks.py:{line}: a TPU cannot compile op " in message, message
+    assert "threading.py" not in message, message
     assert result["single_core_cores"] == 1
