@@ -40,8 +40,11 @@ class SpecializedModels:
 
     def for_batch(self, base, per_core_batch):
         """``base`` on static ``(per_core_batch, ...)`` inputs, sharing its layers;
-        ``base`` itself when the batch is unknown or ``base`` is not compiled."""
-        if per_core_batch is None or getattr(base, "optimizer", None) is None:
+        ``base`` itself when the batch is unknown, ``base`` is not compiled or
+        already has a static batch (a stateful RNN's ``batch_input_shape``)."""
+        if (per_core_batch is None or getattr(base, "optimizer", None) is None
+                or not base.inputs
+                or all(t.shape.as_list()[0] is not None for t in base.inputs)):
             return base
         model = self._models.get(per_core_batch)
         if model is None:
