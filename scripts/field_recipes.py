@@ -347,10 +347,6 @@ RECIPES = [
 # their reasons"; a failing row without a note renders as "not analysed yet"). Keyed by recipe
 # name; keep it true to the latest table.
 FAILURE_NOTES = {
-    "albert-pretraining": ("killed at 300 s in TensorFlow's session.run of its training, after its step-0 "
-                           "checkpoint, at load 10 (the graph alone took about 4 minutes); it timed out "
-                           "at the baseline too, and this run does not tell slow from hung: re-run it "
-                           "with a longer budget on a quiet machine."),
     "tpu-keras-mnist-contrib": ("slow, not hung: killed in epoch 13 of its 15 (the program's own "
                                 "epoch count, no flag shrinks it) at load 10; the dump has no "
                                 "program line as the main thread was in TensorFlow's C++ code."),
@@ -412,16 +408,6 @@ FAILURE_NOTES = {
                    "first set inside it in a temporary graph). A smaller loop of the same shape "
                    "(scripts/tf2_loop_trace.py, 8 replicas) traced in 109 s on the emulated TPU and "
                    "149 s on native MirroredStrategy: the time is TensorFlow's."),
-    "cloudml-tpu-lstm-keras": (
-        "a false alarm of `--fidelity tpu` on a difference of the emulation, not fixed: the Keras TPU "
-        "model's replica gets static (16, 5, 3) batches from its iterator, but inside the cloned "
-        "LSTM's while loop the TensorArray reads are (?, 3), so TF 2.21's gradient of the cell's "
-        "`mul_5` takes the dynamic-shape path: the forward loop pushes Shape values on stacks and "
-        "the backward loop's BroadcastGradientArgs/Sum read them back through StackPopV2, which "
-        "the check counts as data. TF 1.13's keras_support built the per-core model on "
-        "static-batch Input layers, where `_MulGrad` needs no shape tensors (probe at 7419fbd, "
-        "/tmp only). The error also names threading.py, not the program's line (issue 35 item 5's "
-        "class). Owner: tpu_compat.keras.tpu_model (static per-core batch for the clone)."),
 }
 
 # Why each TPUStrategy-era program that fails MIGRATED fails (docs/field.md, "Failures and
@@ -435,8 +421,8 @@ MIGRATED_NOTES = {
         "keras_to_tpu_model rewrite (a TPUStrategy scope around the model's construction and "
         "compile): this template holds the strategy in a variable and converts inside "
         "`if args.use_tpu:` a model built before the branch and compiled after it, a form the "
-        "rewrite marks with a TODO rather than move statements across the branch; the unchanged "
-        "run's fidelity false alarm (above) would come next."),
+        "rewrite marks with a TODO rather than move statements across the branch (the unchanged "
+        "run passes since `3581499`)."),
 }
 
 # What qualifies the latest run's numbers (load, concurrent runs, re-runs): rendered under the
@@ -467,6 +453,11 @@ RUN_NOTES = (
     "stopped). The TPUStrategy-era count is then 9 of 11. matplotlib 3.11.2 and scikit-learn 1.9.1 (with narwhals, "
     "threadpoolctl, pillow, contourpy, cycler, fonttools, kiwisolver) came from a second "
     "`--site` directory for the two sine Colabs, as Colab's image had them.",
+    "Issue 35/34's research follow-up re-ran two unchanged rows on 2026-11-29 from 04:20 UTC, one at a "
+    "time at load 0.8 to 2.7: cloudml-tpu-lstm-keras at `3581499` (the Keras TPU model on static "
+    "per-core batch inputs: its LSTM gradient no longer trips `--fidelity tpu`), and "
+    "albert-pretraining at `8282019` with 1800 s (`--timeout`): it passed in 68 s, so its 300 s "
+    "timeouts at load 10 to 12 were the load's.",
     "Issue 34's slim/research follow-up re-ran four unchanged rows on 2026-11-29 from 01:35 UTC, one at a "
     "time at load 5 to 13 (other sessions' work): simclr-tf1 at `027eff8` (replica op names) with "
     "900 s (killed building the gradients at load 13) and again at `0adcd40` (900 s, load 5 to 9), tpu-mobilenet-contrib at `cd90187` (per-replica moving-average variables) with 900 s, "

@@ -34,6 +34,8 @@ PASSING = ["boolean_mask_float64", "outside_compilation", "while",
 # TF 2.x replica steps (fidelity_checks_tf2.py): case -> op types on its line.
 FAILING_TF2 = {
     "run_in_function": ["AsString"],
+    # A library function as the step: the program's line is the one calling run.
+    "library_step": ["AsString"],
     "keras_fit_string": ["AsString"],
     "run_in_function_range_from_data": ["Range"],
     # Eager: a TPU traces an eager run into a tf.function and compiles it.

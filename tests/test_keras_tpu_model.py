@@ -10,10 +10,13 @@ device (tf_keras, no strategy) on the same global batches, at rtol 1e-5:
   the core count, so every count gives the reference's numbers. It seeds its
   initialization: some unseeded draws put a weight where Adam's first step turns
   float32 summation order into more than 1e-5 (the program's comment says which).
-* keras_tpu_template.py, the AI Platform TPU template: argparse flags, compiled after
+* keras_tpu_template.py, the AI Platform TPU template with its LSTM, under
+  ``--fidelity tpu`` (the LSTM's gradient compiles only on static per-core batches,
+  keras/tpu_specialize.py): argparse flags, compiled after
   the conversion with ``SGD(lr=)``, ``fit(input_fn, steps_per_epoch, validation_data=
   input_fn, validation_steps)``: each core pulls its own batch, so the reference fits
-  batches of ``batch_size * cores``; ``save_weights`` under ``model_dir`` loads into a
+  batches of ``batch_size * cores``; then its earlier revision's ``fit(x, y,
+  batch_size=GLOBAL)``, a second per-core batch size; ``save_weights`` under ``model_dir`` loads into a
   fresh CPU model.
 """
 import json
@@ -90,9 +93,12 @@ def test_using_single_core_runs_one_core():
 def test_template_input_fn_fit_matches_one_device(replicas, tmp_path):
     result = _result(run_scenario(
         "keras_tpu_template.py", replicas, "--model_dir", str(tmp_path / "model"),
-        "--num_cores", str(replicas), tf1=True))
+        "--num_cores", str(replicas), tf1=True, env={"TPU_COMPAT_FIDELITY": "tpu"}))
     got, want = result["distributed"], result["reference"]
     _same_training(got, want)
+    # The array fit, on a second per-core batch size, continued the same weights.
+    for key in want["array_history"]:
+        _close(got["array_history"][key], want["array_history"][key])
     # save_weights copied the TPU weights back: a fresh CPU model loads them.
     for restored, weight in zip(got["restored"], got["weights"]):
         np.testing.assert_array_equal(restored, weight)
@@ -122,7 +128,8 @@ def test_scan_reports_the_keras_tpu_api():
 
 
 def test_refusals_single_core_and_weights_round_trip():
-    result = _result(run_scenario("keras_tpu_checks.py", 8, tf1=True))
+    result = _result(run_scenario("keras_tpu_checks.py", 8, tf1=True,
+                                  env={"TPU_COMPAT_FIDELITY": "tpu"}))
     assert result["cores"] == 8
     assert result["not_a_strategy"][0] == "TypeError"
     assert "tf.contrib.tpu.TPUDistributionStrategy" in result["not_a_strategy"][1]
@@ -152,4 +159,13 @@ def test_refusals_single_core_and_weights_round_trip():
     _close(result["load_weights_cpu"][0], np.full((4, 2), 0.5))
     # A stateful model and using_single_core=True run on one core.
     assert result["stateful_cores"] == 1
+    # A smaller last batch keeps the dynamic batch: an LSTM's gradient is refused under
+    # --fidelity tpu, at the program's fit line (not threading.py, not tf_keras).
+    error_type, message = result["lstm_last_batch_8"]
+    assert error_type == "TPUCompilationError", message
+    scenario = REPO_ROOT / "tests" / "scenarios" / "keras_tpu_checks.py"
+    (line,) = [number for number, text in enumerate(scenario.read_text().splitlines(), 1)
+               if text.endswith("# LINE lstm")]
+    assert f"keras_tpu_checks.py:{line}: a TPU cannot compile op " in message, message
+    assert "threading.py" not in message, message
     assert result["single_core_cores"] == 1

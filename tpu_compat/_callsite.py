@@ -126,11 +126,26 @@ def _stdlib_dir():
     return os.path.join(os.path.abspath(sysconfig.get_paths()["stdlib"]), "")
 
 
+@functools.lru_cache(maxsize=1)
+def _installed_package_dirs():
+    import sysconfig  # pylint: disable=import-outside-toplevel
+    paths = sysconfig.get_paths()
+    return tuple(os.path.join(os.path.abspath(paths[key]), "")
+                 for key in ("purelib", "platlib") if paths.get(key))
+
+
+def _in_standard_library(path):
+    """Python's own modules (``threading``, ``runpy``...), not the packages
+    installed beside them in site-packages."""
+    return path.startswith(_stdlib_dir()) and not path.startswith(_installed_package_dirs())
+
+
 def user_location(frames, caller=None):
     """The ``(file, line)`` of the user's code in ``frames``, outermost first.
 
     ``frames`` have ``filename`` and ``lineno`` (an op's ``traceback``). The
-    innermost frame outside TensorFlow, tf_keras, Keras and tpu_compat wins,
+    innermost frame outside TensorFlow, tf_keras, Keras, tpu_compat and the
+    standard library (``threading``'s bootstrap of a replica's thread) wins,
     autograph's copies mapped back to the user's source; failing that, the
     innermost real file; failing that, ``("<unknown>", 0)``.
 
@@ -155,7 +170,8 @@ def user_location(frames, caller=None):
         if filename.startswith("<") or "__autograph_generated_file" in filename:
             continue
         fallback = fallback or (filename, lineno)
-        if not os.path.abspath(filename).startswith(skipped):
+        path = os.path.abspath(filename)
+        if not path.startswith(skipped) and not _in_standard_library(path):
             return filename, lineno
     return fallback or ("<unknown>", 0)
 

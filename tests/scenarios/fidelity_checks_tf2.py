@@ -41,6 +41,22 @@ def case_run_in_function():
     return float(train_step())
 
 
+def case_library_step():
+    # The replica function is TensorFlow's own: no frame of this file is on the
+    # replica thread's stack, so the error names the line that asked for the step.
+    data = tf.data.Dataset.from_tensor_slices(features).batch(GLOBAL_BATCH)
+    iterator = iter(strategy.experimental_distribute_dataset(data))
+
+    @tf.function
+    def train_step():
+        text = strategy.run(tf.strings.as_string, args=(next(iterator),))  # LINE library_step
+        lengths = [tf.reduce_sum(tf.strings.length(t))
+                   for t in strategy.experimental_local_results(text)]
+        return tf.add_n(lengths)
+
+    return int(train_step())
+
+
 def _run_in_function(step):
     data = tf.data.Dataset.from_tensor_slices(features).batch(GLOBAL_BATCH)
     iterator = iter(strategy.experimental_distribute_dataset(data))
@@ -136,7 +152,7 @@ def case_keras_fit():  # legitimate: must pass under tpu
     return _fit(model)
 
 
-for case in [case_run_in_function, case_run_in_function_range_from_data,
+for case in [case_run_in_function, case_library_step, case_run_in_function_range_from_data,
              case_run_in_function_shapes, case_eager_run_v2_plain, case_eager_run_function,
              case_eager_run_function_legitimate, case_keras_fit_string, case_keras_fit]:
     name = case.__name__[len("case_"):]

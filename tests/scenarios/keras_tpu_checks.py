@@ -80,6 +80,15 @@ result["single_core_cores"] = tf.contrib.tpu.keras_to_tpu_model(
     dense_model(), strategy=tf.contrib.tpu.TPUDistributionStrategy(
         resolver, using_single_core=True)).num_cores
 result["cores"] = tpu_model.num_cores
+
+# An LSTM fitted on arrays whose last global batch is smaller (8 of 40 in batches of 16):
+# that fit keeps the dynamic batch, so under --fidelity tpu its gradient is refused, at
+# the line that called fit (the replica threads run tf_keras's step, none of this file).
+lstm = tf.contrib.tpu.keras_to_tpu_model(tf.keras.Sequential([
+    tf.keras.layers.LSTM(2, input_shape=(5, 3)), tf.keras.layers.Dense(1)]), strategy=strategy)
+lstm.compile(optimizer=tf.train.GradientDescentOptimizer(0.1), loss="mse")
+sequences, values = np.ones((40, 5, 3), np.float32), np.ones((40, 1), np.float32)
+result["lstm_last_batch_8"] = outcome(lambda: lstm.fit(sequences, values, batch_size=16, verbose=0))  # LINE lstm
 print("RESULT " + json.dumps(result))
 sys.stdout.flush()
 sys.stderr.flush()

@@ -228,9 +228,15 @@ def _offenders(op_list, graph, dependence):
 
 # -- the user's line -------------------------------------------------------------
 
-def _user_location(op):
-    """The ``(file, line)`` of the user's code that created ``op``."""
-    return _callsite.user_location(op.traceback)
+def _user_location(op, caller):
+    """The ``(file, line)`` of the user's code that created ``op``.
+
+    ``caller``: the frames of the thread that asked for the step. A replica
+    runs in a thread of its own whose stack starts in ``threading``; when the
+    replica function is a library's (a Keras train step, ``strategy.run(
+    tf.strings.as_string, ...)``), the program's line is the one that asked.
+    """
+    return _callsite.user_location(op.traceback, caller)
 
 
 _FIXES = {
@@ -244,8 +250,8 @@ _FIXES = {
 }
 
 
-def _message(op, problem):
-    filename, lineno = _user_location(op)
+def _message(op, problem, caller):
+    filename, lineno = _user_location(op, caller)
     kind = ("shape" if "compile-time constant" in problem
             else "string" if "string" in problem else "default")
     fix = _FIXES[kind]
@@ -258,15 +264,18 @@ def check_ops(op_list, graph):
 
     ``op_list`` are the ops a replica step created in ``graph``; functions they
     call are checked too. Nothing is checked while soft device placement is
-    on: TF 2.21 then outside-compiles what XLA cannot compile.
+    on: TF 2.21 then outside-compiles what XLA cannot compile. Called in the
+    thread that asked for the step, whose frames name the program's line
+    when a replica's own do not.
     """
     if tf_config.get_soft_device_placement():
         return
+    caller = _callsite.current_frames()
     _ensure_xla_kernels_registered()
     messages = []
     dependence = compile_time_constants.ValueDependence()
     for op, problem in _offenders(op_list, graph, dependence):
-        message = _message(op, problem)
+        message = _message(op, problem, caller)
         key = message.split(" (", 1)[0]  # one line per op type and user line
         if all(not m.startswith(key) for m in messages):
             messages.append(message)

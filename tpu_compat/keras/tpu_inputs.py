@@ -9,8 +9,9 @@ with the messages kept here. :mod:`tpu_compat.keras.tpu_model` applies them.
 
 import tensorflow as tf
 
-__all__ = ["KERAS_FIT_BATCH_SIZE", "check_divides", "check_numpy_batches", "first_array",
-           "global_batches", "validate_shapes"]
+__all__ = ["KERAS_FIT_BATCH_SIZE", "check_divides", "check_numpy_batches",
+           "even_per_core_batch", "first_array",
+           "global_batches", "per_core_batch", "validate_shapes"]
 
 # keras_support.py's _pipeline_fit: `if batch_size is None and steps_per_epoch is None:
 # batch_size = 32`.
@@ -105,3 +106,16 @@ def global_batches(input_fn, cores, argument):
     def merge(x, y):
         return tuple(tf.reshape(t, [-1] + t.shape.as_list()[2:]) for t in (x, y))
     return dataset.batch(cores, drop_remainder=True).map(merge)
+
+
+def per_core_batch(dataset, cores):
+    """The batch each core gets of ``dataset`` (of :func:`global_batches`), or None."""
+    # as_list: under TF 1.x behaviour a shape's items are Dimensions.
+    batch = tf.nest.flatten(dataset.element_spec)[0].shape.as_list()[0]
+    return None if batch is None else batch // cores
+
+
+def even_per_core_batch(count, batch_size, cores):
+    """Each core's batch when ``count`` samples split into whole global batches of
+    ``batch_size``; None when a last, smaller batch makes a second shape."""
+    return batch_size // cores if count % batch_size == 0 else None

@@ -55,7 +55,9 @@ from tpu_compat.runtime import resolver as resolver_lib
 from tpu_compat.keras.tpu_clone import (
     clone_metrics, clone_optimizer, compile_arguments, program_keras)
 from tpu_compat.keras.tpu_inputs import (
-    KERAS_FIT_BATCH_SIZE, check_numpy_batches, first_array, global_batches, validate_shapes)
+    KERAS_FIT_BATCH_SIZE, check_numpy_batches, even_per_core_batch, first_array,
+    global_batches, per_core_batch, validate_shapes)
+from tpu_compat.keras.tpu_specialize import SpecializedModels
 
 __all__ = ["KerasTPUModel", "TPUDistributionStrategy", "keras_to_tpu_model", "tpu_model"]
 
@@ -156,6 +158,7 @@ class KerasTPUModel:
             self._distribution = strategy._distribution(self._num_cores)  # pylint: disable=protected-access
         with self._scope():
             self._tpu_model = program_keras().models.clone_model(cpu_model)
+        self._specialized = SpecializedModels(self._scope)
         self._tpu_model.set_weights(cpu_model.get_weights())
         if getattr(cpu_model, "optimizer", None) is not None:
             # keras_support.py: "If the input CPU model has already been compiled,
@@ -202,6 +205,7 @@ class KerasTPUModel:
     def _compile_tpu_model(self, optimizer, loss=None, metrics=None, loss_weights=None,
                            **kwargs):
         weights = self._tpu_model.get_weights()
+        self._specialized.clear()
         with self._scope():
             self._tpu_model.compile(clone_optimizer(optimizer), loss,
                                     metrics=clone_metrics(metrics),
@@ -216,10 +220,12 @@ class KerasTPUModel:
         """``fit(input_fn, steps_per_epoch=N)`` or ``fit(x, y, batch_size=GLOBAL)``."""
         kwargs.pop("_pipeline", None)  # keras_support.py's private switch
         cores = self._num_cores
+        batches = []  # per-core batch sizes of the call's inputs (None: not one size)
         if isinstance(validation_data, tf.data.Dataset):
             _refuse_dataset("fit")
         if callable(_era_input(x, y, steps_per_epoch, "steps_per_epoch", "fit")):
             x = global_batches(x, cores, "x")
+            batches.append(per_core_batch(x, cores))
             batch_size = None
         else:
             if batch_size is None and steps_per_epoch is None:
@@ -236,35 +242,52 @@ class KerasTPUModel:
                 validation_split = 0.
             if batch_size is not None:
                 check_numpy_batches(len(first_array(x)), batch_size, cores)
+                batches.append(even_per_core_batch(len(first_array(x)), batch_size, cores))
         if callable(validation_data):
             if validation_steps is None:
                 raise ValueError("When using tf.data as validation for a model, you "
                                  "should specify the validation_steps argument.")
             validation_data = global_batches(validation_data, cores, "validation_data")
+            batches.append(per_core_batch(validation_data, cores))
         elif (validation_data is not None and batch_size is not None
               and not isinstance(validation_data, tf.data.Dataset)):
             check_numpy_batches(len(first_array(validation_data[0])), batch_size, cores,
                                  "batch_size (validation data)")
-        return self._tpu_model.fit(
+            batches.append(even_per_core_batch(len(first_array(validation_data[0])),
+                                               batch_size, cores))
+        model = self._model_for(batches)
+        history = model.fit(
             x, y, batch_size=batch_size, epochs=epochs, verbose=verbose,
             callbacks=callbacks, validation_split=validation_split,
             validation_data=validation_data, shuffle=shuffle, class_weight=class_weight,
             sample_weight=sample_weight, initial_epoch=initial_epoch,
             steps_per_epoch=steps_per_epoch, validation_steps=validation_steps, **kwargs)
+        self._tpu_model.history = history
+        return history
+
+    def _model_for(self, batches):
+        """The TPU copy on static per-core batches when every input of the call gives
+        the same per-core batch (tpu_specialize.py), else the copy itself."""
+        if len(set(batches)) != 1:
+            return self._tpu_model
+        return self._specialized.for_batch(self._tpu_model, batches[0])
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose=1, sample_weight=None,
                  steps=None, **kwargs):
         """``evaluate(input_fn, steps=N)`` or ``evaluate(x, y, batch_size=GLOBAL)``."""
         cores = self._num_cores
+        batches = []
         if callable(_era_input(x, y, steps, "steps", "evaluate")):
             x = global_batches(x, cores, "x")
+            batches.append(per_core_batch(x, cores))
         else:
             if batch_size is None and steps is None:
                 batch_size = KERAS_FIT_BATCH_SIZE
             if batch_size is not None:
                 check_numpy_batches(len(first_array(x)), batch_size, cores)
-        return self._tpu_model.evaluate(x, y, batch_size=batch_size, verbose=verbose,
-                                        sample_weight=sample_weight, steps=steps, **kwargs)
+        model = self._model_for(batches)
+        return model.evaluate(x, y, batch_size=batch_size, verbose=verbose,
+                              sample_weight=sample_weight, steps=steps, **kwargs)
 
     def predict(self, x, batch_size=None, verbose=0, steps=None, **kwargs):
         """``predict`` of arrays in global batches that split across the cores."""
