@@ -94,3 +94,56 @@ def test_modern_program_is_unchanged():
               "with strategy.scope():\n    model = build()\n    model.compile('sgd', 'mse')\n"
               "tpu_model = model\n")
     assert upgraded(source) == (source, {})
+
+
+# The AI Platform template's form (cloudml-samples tpu_lstm_keras/trainer.py):
+# the strategy in a variable, the conversion inside `if use_tpu:`, the model
+# built before the branch and compiled after it.
+BRANCH = ("import tensorflow as tf\ndef main(args):\n    model = build_model()\n\n"
+          "    if args.use_tpu:\n        # over the TPU's cores\n"
+          "        r = tf.contrib.cluster_resolver.TPUClusterResolver(args.tpu)\n"
+          "        strategy = tf.contrib.tpu.TPUDistributionStrategy(r)\n"
+          "        model = tf.contrib.tpu.keras_to_tpu_model(\n            model, strategy=strategy)\n\n"
+          "    optimizer = make_optimizer()\n    model.compile(optimizer, 'mse')\n\n"
+          "    model.fit(x, y)\n")
+BRANCH_AFTER = (
+    "import tensorflow as tf\ndef main(args):\n"
+    "    strategy = tf.compat.v2.distribute.get_strategy()\n\n"
+    "    if args.use_tpu:\n        # over the TPU's cores\n"
+    "        r = tf.distribute.cluster_resolver.TPUClusterResolver(args.tpu)\n"
+    "        tf.compat.v2.config.experimental_connect_to_cluster(r)\n"
+    "        tf.tpu.experimental.initialize_tpu_system(r)\n"
+    "        strategy = tf.compat.v2.distribute.TPUStrategy(r)\n\n"
+    "    with strategy.scope():\n        model = build_model()\n"
+    "        optimizer = make_optimizer()\n        model.compile(optimizer, 'mse')\n\n"
+    "    model.fit(x, y)\n")
+
+
+def test_branch_form_builds_the_strategy_up_front():
+    out, outcomes = upgraded(BRANCH)
+    assert out == BRANCH_AFTER
+    assert outcomes["TPC160"].action == outcomes["TPC161"].action == upgrade.REWRITTEN
+    assert upgraded(out) == (out, {})
+
+
+@pytest.mark.parametrize("change,reason", [
+    # The strategy's name is read again after the branch.
+    (("    model.fit(x, y)\n", "    model.fit(x, y)\n    print(strategy)\n"), "used elsewhere"),
+    # The branch reads what the model's statements assign.
+    (("    if args.use_tpu:\n", "    if model.built:\n"), "the branch reads or assigns"),
+    # Converted onto another name: off the TPU that name would be unbound.
+    (("        model = tf.contrib.tpu.keras_to_tpu_model(",
+      "        tpu_model = tf.contrib.tpu.keras_to_tpu_model("), "own name"),
+    # Compiled inside the branch, not after it.
+    (("    optimizer = make_optimizer()\n    model.compile(optimizer, 'mse')\n", ""),
+     "not compiled after the branch"),
+    # Not the variable the conversion is given.
+    (("        strategy = tf.contrib", "        other = tf.contrib"), "assigned to one name"),
+])
+def test_branch_form_todos_say_why(change, reason):
+    source = BRANCH.replace(*change)
+    assert source != BRANCH
+    out, outcomes = upgraded(source)
+    assert outcomes["TPC160"].action == upgrade.TODO
+    assert reason in outcomes["TPC160"].detail
+    assert "keras_to_tpu_model(" in out and "get_strategy" not in out

@@ -25,8 +25,9 @@ initialized the TPU system, TF 2's two calls above. The statements that build an
 compile the model (and any between them) move into the scope; the statements that
 define the resolver move above it when nothing they read is assigned there.
 
-Anything else (the model built in another block or function, the strategy held in a
-variable, ``using_single_core=True``, a resolver that cannot be hoisted) keeps the TODO.
+The strategy held in a variable and the conversion inside ``if use_tpu:`` is
+keras_tpu_branch.py's form. Anything else (the model built in another block or function,
+``using_single_core=True``, a resolver that cannot be hoisted) keeps the TODO.
 """
 
 import libcst as cst
@@ -60,18 +61,16 @@ def plan(planner, finding, rewrite):
         return "only keras_to_tpu_model(model, strategy=TPUDistributionStrategy(resolver))"
     model = placed["model"].value
     strategy_call = placed.get("strategy")
+    if isinstance(strategy_call, cst.Name):
+        from tpu_compat.migrate.rewrites import keras_tpu_branch  # it imports this module
+        return keras_tpu_branch.plan_branch(planner, finding, target, model, strategy_call.value)
     dist = [f for f in planner.findings if f.rule == _DISTRIBUTION_STRATEGY
             and f.site is not None and f.site.call is strategy_call]
     if not isinstance(strategy_call, cst.Call) or len(dist) != 1:
         return "the strategy is not a TPUDistributionStrategy(...) built in the call"
-    # r1.13: TPUDistributionStrategy(tpu_cluster_resolver=None, using_single_core=False).
-    strategy_args = arguments_by_name(strategy_call, ("tpu_cluster_resolver", "using_single_core"))
-    if strategy_args is None or "tpu_cluster_resolver" not in strategy_args:
-        return "TPUDistributionStrategy without a resolver argument"
-    single = strategy_args.get("using_single_core")
-    if single is not None and not (isinstance(single, cst.Name) and single.value == "False"):
-        return ("using_single_core: one core of the TPU; TF 2's TPUStrategy needs a "
-                "device assignment for that")
+    resolver, why = _resolver_of(strategy_call)
+    if why:
+        return why
     block, index = _home(planner, statement)
     if block is None or id(block) in planner.edits:
         return "not a statement of a block this rewrite can restructure"
@@ -82,7 +81,6 @@ def plan(planner, finding, rewrite):
     end = _compile_after(body, index, (model, target))
     if any(_is_import(s) for s in body[start:]):
         return "imports among the statements that would move"
-    resolver = strategy_args["tpu_cluster_resolver"]
     hoisted = _hoisted(body, start, max(end, index), index, resolver)
     if hoisted is None:
         return "the resolver's names are assigned among the model's statements"
@@ -98,6 +96,19 @@ def plan(planner, finding, rewrite):
     planner.edit(finding, edit)
     planner.cover(dist[0], edit, "the TPUStrategy scope replaces it")
     return None
+
+
+def _resolver_of(strategy_call):
+    """(the resolver argument, None), or (None, why it is not rewritten)."""
+    # r1.13: TPUDistributionStrategy(tpu_cluster_resolver=None, using_single_core=False).
+    strategy_args = arguments_by_name(strategy_call, ("tpu_cluster_resolver", "using_single_core"))
+    if strategy_args is None or "tpu_cluster_resolver" not in strategy_args:
+        return None, "TPUDistributionStrategy without a resolver argument"
+    single = strategy_args.get("using_single_core")
+    if single is not None and not (isinstance(single, cst.Name) and single.value == "False"):
+        return None, ("using_single_core: one core of the TPU; TF 2's TPUStrategy needs a "
+                      "device assignment for that")
+    return strategy_args["tpu_cluster_resolver"], None
 
 
 class _Layout:

@@ -1,0 +1,222 @@
+"""``keras_tpu_scope``'s second form: the conversion inside ``if use_tpu:``.
+
+The AI Platform template (cloudml-samples tpu/templates/tpu_lstm_keras/trainer.py)
+builds the model, converts it only on a TPU, and compiles it after the branch:
+
+    model = build_model()
+    if args.use_tpu:
+        resolver = tf.contrib.cluster_resolver.TPUClusterResolver(args.tpu)
+        strategy = tf.contrib.tpu.TPUDistributionStrategy(resolver)
+        model = tf.contrib.tpu.keras_to_tpu_model(model, strategy=strategy)
+    model.compile(...)
+->
+    strategy = tf.distribute.get_strategy()
+    if args.use_tpu:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(args.tpu)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        strategy = tf.distribute.TPUStrategy(resolver)
+    with strategy.scope():
+        model = build_model()
+        model.compile(...)
+
+Off the TPU the model is built and compiled in the default strategy's scope, which
+is where Keras builds any model outside a scope (the same single-device program);
+on the TPU it is the TPUStrategy scope of keras_tpu_scope.py's first form (r1.13
+keras_support.py: the converted model replicated over the resolver's cores). The
+strategy's variable keeps its name when nothing else in the block reads it; the
+statements from the model's construction up to the branch move below it only
+when the branch neither reads nor assigns what they assign, nor they what it does.
+"""
+
+# This is keras_tpu_scope.py's second half (split for size): it shares its helpers.
+# pylint: disable=protected-access
+
+import libcst as cst
+
+from tpu_compat.migrate.rewrites import keras_tpu_scope as scope
+from tpu_compat.migrate.rewrites._edit import Edit, arguments_by_name
+
+__all__ = ["plan_branch"]
+
+_DEFAULT = "tensorflow.distribute.get_strategy"
+
+
+def plan_branch(planner, finding, target, model, strategy_name):
+    """Plans the branch form; None when planned, else why not."""
+    statement = finding.site.statement
+    inner, k = scope._home(planner, statement)
+    branch = _owners(planner).get(id(inner))
+    if branch is None:
+        return "the strategy is not a TPUDistributionStrategy(...) built in the call"
+    if target != model:
+        return "in a branch, only a conversion onto the model's own name (model = ...(model))"
+    body = list(inner.body)
+    j = _strategy_statement(planner, body[:k], strategy_name)
+    if j is None:
+        return ("the strategy is not a TPUDistributionStrategy(...) assigned to one name "
+                "earlier in the branch")
+    dist, strategy_call = j[1], j[2]
+    j = j[0]
+    resolver, why = scope._resolver_of(strategy_call)
+    if why:
+        return why
+    outer, i = scope._home(planner, branch)
+    if outer is None or id(outer) in planner.edits or id(inner) in planner.edits:
+        return "not a statement of a block this rewrite can restructure"
+    if _count(outer, strategy_name) != 2:
+        return f"`{strategy_name}` is used elsewhere than the conversion"
+    outer_body = list(outer.body)
+    start = scope._last_assignment(outer_body[:i], model)
+    if start is None:
+        return f"`{model}` is not built by a statement before the branch in the same block"
+    end = scope._compile_after(outer_body, i, (model, model))
+    if end < i:
+        return f"`{model}` is not compiled after the branch in the same block"
+    if any(scope._is_import(s) for s in outer_body[start:end + 1] + body):
+        return "imports among the statements that would move"
+    if not _may_swap(outer_body[start:i], branch, statement):
+        return "the branch reads or assigns what the model's statements assign"
+    names = scope._spellings(finding.site)
+    default = _default_spelling(finding.site)
+    if names is None or default is None:
+        return "cannot name tf.distribute.TPUStrategy from this module's imports"
+    names["default"] = default
+    fresh = None
+    if not isinstance(resolver, cst.Name):
+        fresh = scope._fresh("tpu_resolver", scope._names_in(planner.module))
+    layout = _Layout(start, i, end, j, k, strategy_name, names, fresh, len(outer.body))
+    edit = Edit(outer, type(outer), layout.apply, scope.KIND)
+    planner.edit(finding, edit)
+    planner.cover(dist, edit, "the TPUStrategy scope replaces it")
+    return None
+
+
+class _Layout:
+    """Where the statements go: ``start``..``index`` of the outer block (the branch at
+    ``index``, compiled at ``end``); ``j``/``k`` the strategy and conversion in the branch."""
+
+    def __init__(self, start, index, end, j, k, strategy, names, fresh, size):
+        self.start, self.index, self.end, self.j, self.k = start, index, end, j, k
+        self.strategy, self.names, self.fresh, self.size = strategy, names, fresh, size
+
+    def apply(self, original, updated):
+        del original
+        body = list(updated.body)
+        shift = self.size - len(body)  # imports dropped above the model's statements
+        start, index, end = self.start - shift, self.index - shift, self.end - shift
+        branch = body[index]
+        inner = list(branch.body.body)
+        declared = inner[self.j]
+        resolver = _resolver(declared)
+        bring_up = []
+        if self.fresh:
+            bring_up.append(cst.SimpleStatementLine(
+                [cst.Assign([cst.AssignTarget(cst.Name(self.fresh))], resolver)]))
+            resolver = cst.Name(self.fresh)
+        code = cst.Module([]).code_for_node(resolver)
+        bring_up += [scope._line(f"{self.names['connect']}({code})"),
+                     scope._line(f"{self.names['initialize']}({code})")]
+        bring_up.append(declared.with_changes(body=[cst.Assign(
+            [cst.AssignTarget(cst.Name(self.strategy))],
+            cst.parse_expression(f"{self.names['strategy']}({code})"))]))
+        bring_up[0] = bring_up[0].with_changes(
+            leading_lines=[*declared.leading_lines, *bring_up[0].leading_lines])
+        if len(bring_up) > 1:
+            bring_up[-1] = bring_up[-1].with_changes(leading_lines=[])
+        kept = [*inner[:self.j], *bring_up,
+                *(s for n, s in enumerate(inner) if n > self.j and n != self.k)]
+        branch = branch.with_changes(body=branch.body.with_changes(body=kept))
+        default = body[start].with_changes(body=[cst.Assign(
+            [cst.AssignTarget(cst.Name(self.strategy))],
+            cst.parse_expression(f"{self.names['default']}()"))])
+        after = list(body[index + 1:end + 1])
+        # The blank lines that followed the branch now come before the scope.
+        spacing = after[0].leading_lines
+        after[0] = after[0].with_changes(leading_lines=[])
+        moved = [body[start].with_changes(leading_lines=[]), *body[start + 1:index], *after]
+        within = cst.With([cst.WithItem(cst.parse_expression(f"{self.strategy}.scope()"))],
+                          cst.IndentedBlock(moved), leading_lines=spacing)
+        return updated.with_changes(body=[*body[:start], default, branch, within,
+                                          *body[end + 1:]])
+
+
+def _resolver(declared):
+    call = declared.body[0].value
+    return arguments_by_name(call, ("tpu_cluster_resolver", "using_single_core"))[
+        "tpu_cluster_resolver"]
+
+
+def _strategy_statement(planner, statements, name):
+    """(index, finding, call) of ``name = TPUDistributionStrategy(...)``, the last
+    assignment of ``name`` among ``statements``; None otherwise."""
+    for index in range(len(statements) - 1, -1, -1):
+        statement = statements[index]
+        if name not in scope._stored(statement):
+            continue
+        for found in planner.findings:
+            call = found.site.call if found.site is not None else None
+            if (found.rule == scope._DISTRIBUTION_STRATEGY
+                    and call is not None and found.site.statement is statement
+                    and scope._assigned_name(statement, call) == name):
+                return index, found, call
+        return None
+    return None
+
+
+def _may_swap(moved, branch, conversion):
+    """Whether ``moved`` (before the branch) may run after it, the conversion dropped."""
+    assigned = set().union(*(scope._stored(s) for s in moved)) if moved else set()
+    read = {n.value for s in moved for n in scope._all_names(s)}
+    others = [branch.test, *(s for s in branch.body.body if s is not conversion)]
+    branch_read = {n.value for node in others for n in scope._all_names(node)}
+    branch_assigned = set().union(*(scope._stored(s) for s in others[1:]))
+    return not (assigned & (branch_read | branch_assigned) or branch_assigned & read)
+
+
+def _count(block, name):
+    """How often ``block`` names ``name`` as a variable (not as a keyword or attribute)."""
+    found = []
+
+    class Visitor(cst.CSTVisitor):
+        def visit_Name(self, node):
+            if node.value == name:
+                found.append(node)
+
+        def visit_Arg(self, node):
+            node.value.visit(self)  # `f(strategy=x)`: the keyword is no variable
+            return False
+
+        def visit_Attribute(self, node):
+            node.value.visit(self)
+            return False
+
+    block.visit(Visitor())
+    return len(found)
+
+
+def _default_spelling(site):
+    visible = dict(site.visible)
+    root = site.written.split(".", 1)[0]
+    if site.root_path:
+        visible[root] = site.root_path
+    visible = {n: scope._V1 if p == "tensorflow" else p
+               for n, p in visible.items()}
+    return scope.imports.spell(_DEFAULT, visible, prefer=(root,), through_v2=True)
+
+
+def _owners(planner):
+    """id(if-body) -> its ``if`` statement, for ifs with no ``else``/``elif``."""
+    owners = getattr(planner, "_keras_tpu_branches", None)
+    if owners is None:
+        owners = {}
+
+        class Visitor(cst.CSTVisitor):
+            def visit_If(self, node):
+                if node.orelse is None:
+                    owners[id(node.body)] = node
+
+        if planner.module is not None:
+            planner.module.visit(Visitor())
+        planner._keras_tpu_branches = owners
+    return owners
