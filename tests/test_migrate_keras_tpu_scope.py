@@ -147,3 +147,19 @@ def test_branch_form_todos_say_why(change, reason):
     assert outcomes["TPC160"].action == upgrade.TODO
     assert reason in outcomes["TPC160"].detail
     assert "keras_to_tpu_model(" in out and "get_strategy" not in out
+
+
+def test_branch_form_feeds_an_input_fn_per_core():
+    """fit(input_fn) on the converted model: every core took its own batch, so the
+    TPUStrategy model gets the dataset re-batched to that batch times the replicas
+    (the numbers: tests/test_migrate_keras_era.py's whole program)."""
+    source = ("def input_fn():\n    return make()\n"
+              + BRANCH.replace("    model.fit(x, y)\n", "    model.fit(input_fn, steps_per_epoch=2)\n"))
+    out, outcomes = upgraded(source)
+    assert out.endswith(
+        "    # keras_to_tpu_model fed each TPU core its own batch of input_fn()'s dataset\n"
+        "    tpu_dataset = input_fn()\n    model.fit(tpu_dataset.unbatch().batch(\n"
+        "        tf.compat.v2.nest.flatten(tpu_dataset.element_spec)[0].shape.as_list()[0]"
+        " * strategy.num_replicas_in_sync, drop_remainder=True), steps_per_epoch=2)\n")
+    assert outcomes["TPC160"].action == upgrade.REWRITTEN
+    assert upgraded(out) == (out, {})

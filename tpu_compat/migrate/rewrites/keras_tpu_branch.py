@@ -82,10 +82,18 @@ def plan_branch(planner, finding, target, model, strategy_name):
     if names is None or default is None:
         return "cannot name tf.distribute.TPUStrategy from this module's imports"
     names["default"] = default
+    taken = scope._names_in(planner.module)
     fresh = None
     if not isinstance(resolver, cst.Name):
-        fresh = scope._fresh("tpu_resolver", scope._names_in(planner.module))
+        fresh = scope._fresh("tpu_resolver", taken)
+    feeds = _input_fn_fits(planner.module, outer_body, end, model)
+    if feeds:
+        spelled = _feed_spellings(finding.site)
+        if spelled is None:
+            return "cannot name tf.nest.flatten from this module's imports"
+        feeds = (feeds, scope._fresh("tpu_dataset", taken), spelled)
     layout = _Layout(start, i, end, j, k, strategy_name, names, fresh, len(outer.body))
+    layout.feeds = feeds
     edit = Edit(outer, type(outer), layout.apply, scope.KIND)
     planner.edit(finding, edit)
     planner.cover(dist, edit, "the TPUStrategy scope replaces it")
@@ -137,8 +145,72 @@ class _Layout:
         moved = [body[start].with_changes(leading_lines=[]), *body[start + 1:index], *after]
         within = cst.With([cst.WithItem(cst.parse_expression(f"{self.strategy}.scope()"))],
                           cst.IndentedBlock(moved), leading_lines=spacing)
-        return updated.with_changes(body=[*body[:start], default, branch, within,
-                                          *body[end + 1:]])
+        rest = list(body[end + 1:])
+        if self.feeds:
+            rest = _fed_per_core(rest, [n - self.end - 1 for n in self.feeds[0]],
+                                 self.feeds[1], self.feeds[2], self.strategy)
+        return updated.with_changes(body=[*body[:start], default, branch, within, *rest])
+
+
+def _input_fn_fits(module, body, end, model):
+    """Indices after ``end`` of ``model.fit(input_fn, ...)`` / ``evaluate`` statements,
+    ``input_fn`` a module-level function without parameters."""
+    input_fns = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)
+                 and not s.params.params and not s.params.kwonly_params
+                 and not s.params.posonly_params}
+    found = []
+    for index in range(end + 1, len(body)):
+        statement = body[index]
+        if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+                and isinstance(statement.body[0], cst.Expr)
+                and isinstance(statement.body[0].value, cst.Call)):
+            continue
+        call = statement.body[0].value
+        func = call.func
+        if (isinstance(func, cst.Attribute) and func.attr.value in ("fit", "evaluate")
+                and isinstance(func.value, cst.Name) and func.value.value == model
+                and call.args and call.args[0].keyword is None and not call.args[0].star
+                and isinstance(call.args[0].value, cst.Name)
+                and call.args[0].value.value in input_fns):
+            found.append(index)
+    return found
+
+
+def _feed_spellings(site):
+    visible = dict(site.visible)
+    root = site.written.split(".", 1)[0]
+    if site.root_path:
+        visible[root] = site.root_path
+    visible = {n: scope._V1 if p == "tensorflow" else p for n, p in visible.items()}
+    return scope.imports.spell("tensorflow.nest.flatten", visible, prefer=(root,),
+                               through_v2=True)
+
+
+def _fed_per_core(statements, indices, dataset, flatten, strategy):
+    """``model.fit(input_fn, ...)`` -> the dataset ``input_fn()`` re-batched to its batch
+    times the replicas. r1.13 keras_support.py (``TPUDatasetInfeedManager``) had every
+    core take its own batch of ``input_fn()``'s dataset per step, so a step's global
+    batch was the next ``cores`` batches in order, which is what a TPUStrategy model
+    splits back into one per replica."""
+    out = []
+    for n, statement in enumerate(statements):
+        if n not in indices:
+            out.append(statement)
+            continue
+        call = statement.body[0].value
+        input_fn = call.args[0].value.value
+        note = cst.EmptyLine(comment=cst.Comment(
+            f"# keras_to_tpu_model fed each TPU core its own batch of {input_fn}()'s dataset"))
+        out.append(statement.with_changes(
+            leading_lines=[*statement.leading_lines, note],
+            body=[cst.parse_statement(f"{dataset} = {input_fn}()").body[0]]))
+        batched = cst.parse_expression(
+            f"{dataset}.unbatch().batch(\n    {flatten}({dataset}.element_spec)[0].shape"
+            f".as_list()[0] * {strategy}.num_replicas_in_sync, drop_remainder=True)")
+        args = [call.args[0].with_changes(value=batched), *call.args[1:]]
+        out.append(statement.with_changes(leading_lines=[], body=[
+            statement.body[0].with_changes(value=call.with_changes(args=args))]))
+    return out
 
 
 def _resolver(declared):
