@@ -163,3 +163,18 @@ def test_branch_form_feeds_an_input_fn_per_core():
         " * strategy.num_replicas_in_sync, drop_remainder=True), steps_per_epoch=2)\n")
     assert outcomes["TPC160"].action == upgrade.REWRITTEN
     assert upgraded(out) == (out, {})
+
+
+def test_sync_to_cpu_is_the_model_where_the_conversion_is_rewritten():
+    # r1.13's sync_to_cpu copied the TPU weights into the CPU model; in a TPUStrategy
+    # scope there is one model.
+    source = (REWRITES[0][0] + "cpu_model = tpu_model.sync_to_cpu()\n")
+    out, outcomes = upgraded(source)
+    assert out == REWRITES[0][1] + "cpu_model = tpu_model\n"
+    assert outcomes["TPC162"].action == upgrade.REWRITTEN
+    # A receiver no rewritten conversion made, or a conversion kept as a TODO: TODO.
+    for body, reason in (("cpu = other.sync_to_cpu()\n", "not a model a rewritten"),
+                         (TODOS[0][0] + "cpu = tpu_model.sync_to_cpu()\n", "is not rewritten")):
+        out, outcomes = upgraded("import tensorflow as tf\n" + body)
+        assert outcomes["TPC162"].action == upgrade.TODO
+        assert reason in outcomes["TPC162"].detail and "sync_to_cpu()" in out

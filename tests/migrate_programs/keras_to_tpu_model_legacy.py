@@ -47,6 +47,8 @@ def compiled_after(x, y):
                       loss="categorical_crossentropy", metrics=["accuracy"])
     tpu_model.fit(x, y, batch_size=BATCH, epochs=2, verbose=0, shuffle=False)
     report("after", tpu_model, x, y)
+    cpu_model = tpu_model.sync_to_cpu()  # the TPU copy's weights, on the CPU model
+    print(f"after_cpu_kernel_0_sum: {float(np.sum(cpu_model.get_weights()[0][:, 0])):.6f}")
 
 
 def input_fn():

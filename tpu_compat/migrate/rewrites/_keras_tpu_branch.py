@@ -29,15 +29,16 @@ statements from the model's construction up to the branch move below it only
 when the branch neither reads nor assigns what they assign, nor they what it does.
 """
 
-# This is keras_tpu_scope.py's second half (split for size): it shares its helpers.
-# pylint: disable=protected-access
-
 import libcst as cst
 
-from tpu_compat.migrate.rewrites import keras_tpu_scope as scope
+from tpu_compat import legacy_api
+from tpu_compat.migrate import imports
+from tpu_compat.migrate.rewrites import _keras_tpu_parts as parts
 from tpu_compat.migrate.rewrites._edit import Edit, arguments_by_name
 
 __all__ = ["plan_branch"]
+
+KIND = legacy_api.REWRITE_KERAS_TPU_SCOPE  # keras_tpu_scope.py's kind: it plans through here
 
 _DEFAULT = "tensorflow.distribute.get_strategy"
 
@@ -45,7 +46,7 @@ _DEFAULT = "tensorflow.distribute.get_strategy"
 def plan_branch(planner, finding, target, model, strategy_name):
     """Plans the branch form; None when planned, else why not."""
     statement = finding.site.statement
-    inner, k = scope._home(planner, statement)
+    inner, k = parts.home(planner, statement)
     branch = _owners(planner).get(id(inner))
     if branch is None:
         return "the strategy is not a TPUDistributionStrategy(...) built in the call"
@@ -58,43 +59,43 @@ def plan_branch(planner, finding, target, model, strategy_name):
                 "earlier in the branch")
     dist, strategy_call = j[1], j[2]
     j = j[0]
-    resolver, why = scope._resolver_of(strategy_call)
+    resolver, why = parts.resolver_of(strategy_call)
     if why:
         return why
-    outer, i = scope._home(planner, branch)
+    outer, i = parts.home(planner, branch)
     if outer is None or id(outer) in planner.edits or id(inner) in planner.edits:
         return "not a statement of a block this rewrite can restructure"
     if _count(outer, strategy_name) != 2:
         return f"`{strategy_name}` is used elsewhere than the conversion"
     outer_body = list(outer.body)
-    start = scope._last_assignment(outer_body[:i], model)
+    start = parts.last_assignment(outer_body[:i], model)
     if start is None:
         return f"`{model}` is not built by a statement before the branch in the same block"
-    end = scope._compile_after(outer_body, i, (model, model))
+    end = parts.compile_after(outer_body, i, (model, model))
     if end < i:
         return f"`{model}` is not compiled after the branch in the same block"
-    if any(scope._is_import(s) for s in outer_body[start:end + 1] + body):
+    if any(parts.is_import(s) for s in outer_body[start:end + 1] + body):
         return "imports among the statements that would move"
     if not _may_swap(outer_body[start:i], branch, statement):
         return "the branch reads or assigns what the model's statements assign"
-    names = scope._spellings(finding.site)
+    names = parts.spellings(finding.site)
     default = _default_spelling(finding.site)
     if names is None or default is None:
         return "cannot name tf.distribute.TPUStrategy from this module's imports"
     names["default"] = default
-    taken = scope._names_in(planner.module)
+    taken = parts.names_in(planner.module)
     fresh = None
     if not isinstance(resolver, cst.Name):
-        fresh = scope._fresh("tpu_resolver", taken)
+        fresh = parts.fresh("tpu_resolver", taken)
     feeds = _input_fn_fits(planner.module, outer_body, end, model)
     if feeds:
         spelled = _feed_spellings(finding.site)
         if spelled is None:
             return "cannot name tf.nest.flatten from this module's imports"
-        feeds = (feeds, scope._fresh("tpu_dataset", taken), spelled)
+        feeds = (feeds, parts.fresh("tpu_dataset", taken), spelled)
     layout = _Layout(start, i, end, j, k, strategy_name, names, fresh, len(outer.body))
     layout.feeds = feeds
-    edit = Edit(outer, type(outer), layout.apply, scope.KIND)
+    edit = Edit(outer, type(outer), layout.apply, KIND)
     planner.edit(finding, edit)
     planner.cover(dist, edit, "the TPUStrategy scope replaces it")
     return None
@@ -123,8 +124,8 @@ class _Layout:
                 [cst.Assign([cst.AssignTarget(cst.Name(self.fresh))], resolver)]))
             resolver = cst.Name(self.fresh)
         code = cst.Module([]).code_for_node(resolver)
-        bring_up += [scope._line(f"{self.names['connect']}({code})"),
-                     scope._line(f"{self.names['initialize']}({code})")]
+        bring_up += [parts.line(f"{self.names['connect']}({code})"),
+                     parts.line(f"{self.names['initialize']}({code})")]
         bring_up.append(declared.with_changes(body=[cst.Assign(
             [cst.AssignTarget(cst.Name(self.strategy))],
             cst.parse_expression(f"{self.names['strategy']}({code})"))]))
@@ -181,8 +182,8 @@ def _feed_spellings(site):
     root = site.written.split(".", 1)[0]
     if site.root_path:
         visible[root] = site.root_path
-    visible = {n: scope._V1 if p == "tensorflow" else p for n, p in visible.items()}
-    return scope.imports.spell("tensorflow.nest.flatten", visible, prefer=(root,),
+    visible = {n: parts.V1 if p == "tensorflow" else p for n, p in visible.items()}
+    return imports.spell("tensorflow.nest.flatten", visible, prefer=(root,),
                                through_v2=True)
 
 
@@ -224,13 +225,13 @@ def _strategy_statement(planner, statements, name):
     assignment of ``name`` among ``statements``; None otherwise."""
     for index in range(len(statements) - 1, -1, -1):
         statement = statements[index]
-        if name not in scope._stored(statement):
+        if name not in parts.stored(statement):
             continue
         for found in planner.findings:
             call = found.site.call if found.site is not None else None
-            if (found.rule == scope._DISTRIBUTION_STRATEGY
+            if (found.rule == parts.DISTRIBUTION_STRATEGY
                     and call is not None and found.site.statement is statement
-                    and scope._assigned_name(statement, call) == name):
+                    and parts.assigned_name(statement, call) == name):
                 return index, found, call
         return None
     return None
@@ -238,11 +239,11 @@ def _strategy_statement(planner, statements, name):
 
 def _may_swap(moved, branch, conversion):
     """Whether ``moved`` (before the branch) may run after it, the conversion dropped."""
-    assigned = set().union(*(scope._stored(s) for s in moved)) if moved else set()
-    read = {n.value for s in moved for n in scope._all_names(s)}
+    assigned = set().union(*(parts.stored(s) for s in moved)) if moved else set()
+    read = {n.value for s in moved for n in parts.all_names(s)}
     others = [branch.test, *(s for s in branch.body.body if s is not conversion)]
-    branch_read = {n.value for node in others for n in scope._all_names(node)}
-    branch_assigned = set().union(*(scope._stored(s) for s in others[1:]))
+    branch_read = {n.value for node in others for n in parts.all_names(node)}
+    branch_assigned = set().union(*(parts.stored(s) for s in others[1:]))
     return not (assigned & (branch_read | branch_assigned) or branch_assigned & read)
 
 
@@ -272,9 +273,9 @@ def _default_spelling(site):
     root = site.written.split(".", 1)[0]
     if site.root_path:
         visible[root] = site.root_path
-    visible = {n: scope._V1 if p == "tensorflow" else p
+    visible = {n: parts.V1 if p == "tensorflow" else p
                for n, p in visible.items()}
-    return scope.imports.spell(_DEFAULT, visible, prefer=(root,), through_v2=True)
+    return imports.spell(_DEFAULT, visible, prefer=(root,), through_v2=True)
 
 
 def _owners(planner):
