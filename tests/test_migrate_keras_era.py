@@ -219,7 +219,7 @@ def test_keras_to_tpu_model_program_migrates_and_runs_strict_with_the_same_numbe
          "tf.compat.v2.distribute.TPUStrategy(tpu_resolver)",
          "tf.tpu.experimental.initialize_tpu_system(resolver)",
          "strategy = tf.compat.v2.distribute.get_strategy()", "with strategy.scope():",
-         "tpu_dataset = input_fn()", "tpu_dataset.unbatch().batch(", "cpu_model = tpu_model\n"),
+         "tpu_dataset = input_fn()", "tpu_dataset.unbatch().batch(", "cpu_model = tpu_model  #"),
         ("--tf1", "--replicas", "8"))
     code = text.split('"""', 2)[2]  # the docstring still tells the program's story
     assert "tf.contrib" not in code and "keras_to_tpu_model(" not in code

@@ -174,7 +174,7 @@ def test_sync_to_cpu_is_the_model_where_the_conversion_is_rewritten():
     assert outcomes["TPC162"].action == upgrade.REWRITTEN
     # A receiver no rewritten conversion made, or a conversion kept as a TODO: TODO.
     for body, reason in (("cpu = other.sync_to_cpu()\n", "not a model a rewritten"),
-                         (TODOS[0][0] + "cpu = tpu_model.sync_to_cpu()\n", "is not rewritten")):
+                         (TODOS[0][0] + "cpu = tpu_model.sync_to_cpu()\n", "of this function is not rewritten")):
         out, outcomes = upgraded("import tensorflow as tf\n" + body)
         assert outcomes["TPC162"].action == upgrade.TODO
         assert reason in outcomes["TPC162"].detail and "sync_to_cpu()" in out

@@ -175,3 +175,26 @@ def fresh(base, taken):
         name = f"{base}_{number}"
     taken.add(name)
     return name
+
+
+def function_of(planner, statement):
+    """The innermost ``def`` around ``statement``, or None at module level."""
+    functions = getattr(planner, "_keras_tpu_functions", None)
+    if functions is None:
+        functions = {}
+        stack = [None]
+
+        class Visitor(cst.CSTVisitor):
+            def visit_FunctionDef(self, node):
+                stack.append(node)
+
+            def leave_FunctionDef(self, original_node):
+                stack.pop()
+
+            def visit_SimpleStatementLine(self, node):
+                functions[id(node)] = stack[-1]
+
+        if planner.module is not None:
+            planner.module.visit(Visitor())
+        planner._keras_tpu_functions = functions  # pylint: disable=protected-access
+    return functions.get(id(statement))

@@ -36,8 +36,8 @@ from tpu_compat import legacy_api
 from tpu_compat.migrate.rewrites import _keras_tpu_branch
 from tpu_compat.migrate.rewrites._edit import Edit, arguments_by_name
 from tpu_compat.migrate.rewrites._keras_tpu_parts import (
-    DISTRIBUTION_STRATEGY, all_names, assigned_name, compile_after, fresh, home, is_import,
-    last_assignment, line, names_in, resolver_of, spellings, stored)
+    DISTRIBUTION_STRATEGY, all_names, assigned_name, compile_after, fresh, function_of, home,
+    is_import, last_assignment, line, names_in, resolver_of, spellings, stored)
 
 __all__ = ["KIND", "plan"]
 
@@ -98,7 +98,8 @@ def plan(planner, finding, rewrite):
 
 
 def _plan_sync(planner, finding):
-    """``tpu_model.sync_to_cpu()`` -> ``tpu_model``, where the conversion is rewritten.
+    """``tpu_model.sync_to_cpu()`` -> ``tpu_model``, where every conversion of the same
+    function (or module level) is rewritten and one made ``tpu_model``.
 
     r1.13 keras_support.py ``KerasTPUModel.sync_to_cpu`` copied the TPU copy's weights
     into the CPU model and returned it; a model built and compiled in the TPUStrategy
@@ -111,12 +112,14 @@ def _plan_sync(planner, finding):
     if not isinstance(receiver, cst.Name):
         return "the receiver is not a name"
     converted = set()
+    where = function_of(planner, site.statement)
     for other in planner.findings:
-        if other.record.name != "keras_to_tpu_model" or other.site is None:
+        if (other.record.name != "keras_to_tpu_model" or other.site is None
+                or function_of(planner, other.site.statement) is not where):
             continue
         outcome = planner.outcomes.get(id(other))
         if outcome is None or outcome.action != "rewritten":
-            return "a keras_to_tpu_model of this module is not rewritten (before it)"
+            return "a keras_to_tpu_model of this function is not rewritten (before it)"
         placed = arguments_by_name(other.site.call, ("model", "strategy")) or {}
         converted |= {assigned_name(other.site.statement, other.site.call),
                       getattr(placed.get("model"), "value", None)}
