@@ -178,3 +178,29 @@ def test_sync_to_cpu_is_the_model_where_the_conversion_is_rewritten():
         out, outcomes = upgraded("import tensorflow as tf\n" + body)
         assert outcomes["TPC162"].action == upgrade.TODO
         assert reason in outcomes["TPC162"].detail and "sync_to_cpu()" in out
+
+
+def test_branch_form_at_module_level_names_a_resolver_built_in_the_call():
+    source = ("import tensorflow.compat.v1 as tf\nmodel = build()\nif FLAGS.use_tpu:\n"
+              "    strategy = tf.contrib.tpu.TPUDistributionStrategy(\n"
+              "        tf.contrib.cluster_resolver.TPUClusterResolver(FLAGS.tpu))\n"
+              "    model = tf.contrib.tpu.keras_to_tpu_model(model, strategy=strategy)\n"
+              "model.compile('sgd', 'mse')\n")
+    out, outcomes = upgraded(source)
+    assert out == (
+        "import tensorflow.compat.v1 as tf\nstrategy = tf.compat.v2.distribute.get_strategy()\n"
+        "if FLAGS.use_tpu:\n"
+        "    tpu_resolver = tf.distribute.cluster_resolver.TPUClusterResolver(FLAGS.tpu)\n"
+        + "".join("    " + line + "\n" for line in BRING_UP.format(r="tpu_resolver").replace(
+            "tpu_strategy =", "strategy =").splitlines())
+        + "with strategy.scope():\n    model = build()\n    model.compile('sgd', 'mse')\n")
+    assert outcomes["TPC160"].action == upgrade.REWRITTEN
+    assert upgraded(out) == (out, {})
+
+
+def test_modern_branch_program_is_unchanged():
+    source = ("import tensorflow as tf\nstrategy = tf.distribute.get_strategy()\n"
+              "if use_tpu:\n    strategy = tf.distribute.TPUStrategy(resolver)\n"
+              "with strategy.scope():\n    model = build()\n    model.compile('sgd', 'mse')\n"
+              "model.fit(input_fn(), steps_per_epoch=2)\n")
+    assert upgraded(source) == (source, {})
