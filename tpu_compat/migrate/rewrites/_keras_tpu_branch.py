@@ -53,12 +53,11 @@ def plan_branch(planner, finding, target, model, strategy_name):
     if target != model:
         return "in a branch, only a conversion onto the model's own name (model = ...(model))"
     body = list(inner.body)
-    j = _strategy_statement(planner, body[:k], strategy_name)
-    if j is None:
+    declared = _strategy_statement(planner, body[:k], strategy_name)
+    if declared is None:
         return ("the strategy is not a TPUDistributionStrategy(...) assigned to one name "
                 "earlier in the branch")
-    dist, strategy_call = j[1], j[2]
-    j = j[0]
+    j, dist, strategy_call = declared
     resolver, why = parts.resolver_of(strategy_call)
     if why:
         return why
@@ -93,8 +92,7 @@ def plan_branch(planner, finding, target, model, strategy_name):
         if spelled is None:
             return "cannot name tf.nest.flatten from this module's imports"
         feeds = (feeds, parts.fresh("tpu_dataset", taken), spelled)
-    layout = _Layout(start, i, end, j, k, strategy_name, names, fresh, len(outer.body))
-    layout.feeds = feeds
+    layout = _Layout(start, i, end, j, k, strategy_name, names, fresh, feeds, len(outer.body))
     edit = Edit(outer, type(outer), layout.apply, KIND)
     planner.edit(finding, edit)
     planner.cover(dist, edit, "the TPUStrategy scope replaces it")
@@ -105,9 +103,10 @@ class _Layout:
     """Where the statements go: ``start``..``index`` of the outer block (the branch at
     ``index``, compiled at ``end``); ``j``/``k`` the strategy and conversion in the branch."""
 
-    def __init__(self, start, index, end, j, k, strategy, names, fresh, size):
+    def __init__(self, start, index, end, j, k, strategy, names, fresh, feeds, size):
         self.start, self.index, self.end, self.j, self.k = start, index, end, j, k
         self.strategy, self.names, self.fresh, self.size = strategy, names, fresh, size
+        self.feeds = feeds  # (fit indices, the dataset's name, tf.nest.flatten's spelling)
 
     def apply(self, original, updated):
         del original
