@@ -416,13 +416,15 @@ MIGRATED_NOTES = {
     "simclr-tf2": ("killed while tracing the 8-replica TF 2 step, as its unchanged run is: slow, not "
                    "hung; the time is TensorFlow's tracing of the loop body (see the unchanged reason)."),
     "cloudml-tpu-lstm-keras": (
-        "`upgrade` leaves `tf.contrib.tpu.TPUDistributionStrategy` / `keras_to_tpu_model` (TPC160, "
-        "TPC161) as TODOs, and the strict run stops at the first. Re-run at `61fb24d`, with the "
-        "keras_to_tpu_model rewrite (a TPUStrategy scope around the model's construction and "
-        "compile): this template holds the strategy in a variable and converts inside "
-        "`if args.use_tpu:` a model built before the branch and compiled after it, a form the "
-        "rewrite marks with a TODO rather than move statements across the branch (the unchanged "
-        "run passes since `3581499`)."),
+        "upgrades with 0 TODOs (the keras_to_tpu_model rewrite's `if use_tpu:` form and its "
+        "per-core `fit(input_fn)`), then the strict run stops at a `--fidelity tpu` error on the "
+        "LSTM gradient at the program's fit line: in the emulated replica the model's inputs are "
+        "(?, 5, 3), so TF 2.21's gradient of the cell takes the dynamic-shape path. Cause (issue 35 "
+        "lead, 2026-11-29): in TF 1.x graph mode, fit on the emulated TPUStrategy with "
+        "steps_per_run=1 takes tf_keras's Mirrored loop, fed through placeholders of unknown batch; "
+        "TF 1.15 always took experimental_tpu_fit_loop for a TPU strategy, whose per-replica model "
+        "was built on the iterator's static shapes. Not fixed yet (owner: keras/graph_mode's fit "
+        "loop row). With `--fidelity cpu` it completes on 8 replicas (37 s, /tmp only)."),
 }
 
 # What qualifies the latest run's numbers (load, concurrent runs, re-runs): rendered under the

@@ -208,18 +208,21 @@ def test_graph_loop_program_migrates_and_runs_strict_with_the_same_numbers(tmp_p
 
 @pytest.mark.requires_tf
 def test_keras_to_tpu_model_program_migrates_and_runs_strict_with_the_same_numbers(tmp_path):
-    """TF 1.13's keras_to_tpu_model, compiled before the conversion (the Colabs) and
-    after it (the template), upgraded to TPUStrategy scopes around the model's
+    """TF 1.13's keras_to_tpu_model, compiled before the conversion (the Colabs),
+    after it, and converted inside `if use_tpu:` and fed by an input_fn (the
+    template), upgraded to TPUStrategy scopes around the model's
     statements: the same losses, accuracies and weights under
     `--warnings error --strict on`."""
     numbers, migrated_numbers, text = _migrate_and_run_both(
         tmp_path, "keras_to_tpu_model_legacy.py",
         ("with tpu_strategy.scope():", "tpu_model = model",
          "tf.compat.v2.distribute.TPUStrategy(tpu_resolver)",
-         "tf.tpu.experimental.initialize_tpu_system(resolver)"),
+         "tf.tpu.experimental.initialize_tpu_system(resolver)",
+         "strategy = tf.compat.v2.distribute.get_strategy()", "with strategy.scope():",
+         "tpu_dataset = input_fn()", "tpu_dataset.unbatch().batch(", "cpu_model = tpu_model  #"),
         ("--tf1", "--replicas", "8"))
     code = text.split('"""', 2)[2]  # the docstring still tells the program's story
     assert "tf.contrib" not in code and "keras_to_tpu_model(" not in code
-    assert {f"{tag}_{name}" for tag in ("before", "after")
-            for name in ("loss", "accuracy", "kernel_0_sum")} == set(numbers)
+    assert {f"{tag}_{name}" for tag in ("before", "after", "template")
+            for name in ("loss", "accuracy", "kernel_0_sum")} | {"after_cpu_kernel_0_sum"} == set(numbers)
     _assert_same_numbers(numbers, migrated_numbers)

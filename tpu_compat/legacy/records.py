@@ -1340,6 +1340,8 @@ RECORDS = (
                 eras=("1.13",), removed_in="1.14",
                 replacement="the model built and compiled in TPUStrategy(resolver).scope() "
                                         "(one copy, nothing to sync)",
+                # Where the module's keras_to_tpu_model is rewritten (rewrites/keras_tpu_scope.py).
+                rewrite=keras_tpu_scope("tf.distribute.TPUStrategy"),
                 note="Copies the TPU copy's weights into the CPU model and returns it."),
         # -- The era's programs outside TensorFlow (TPC201-): what their code
         #    used next to TF that today's Python no longer has.

@@ -123,9 +123,9 @@ class _Planner:
         return self._edit_of.get(id(site))
 
     def cover(self, finding, edit, detail=""):
-        """``finding`` is rewritten by ``edit``, planned for another finding
-        (``steps_per_run=`` goes with the constructor it is passed to)."""
+        """``finding`` is rewritten by ``edit``, planned for another (any TODO it had goes)."""
         self._edit_of[id(finding.site)] = edit
+        self.todos = [t for t in self.todos if t.finding is not finding]
         self._set(finding, REWRITTEN, detail)
 
     def blocked(self, call):

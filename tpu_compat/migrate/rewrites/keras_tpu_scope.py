@@ -25,33 +25,34 @@ initialized the TPU system, TF 2's two calls above. The statements that build an
 compile the model (and any between them) move into the scope; the statements that
 define the resolver move above it when nothing they read is assigned there.
 
-Anything else (the model built in another block or function, the strategy held in a
-variable, ``using_single_core=True``, a resolver that cannot be hoisted) keeps the TODO.
+The strategy held in a variable and the conversion inside ``if use_tpu:`` is
+_keras_tpu_branch.py's form. Anything else (the model built in another block or function,
+``using_single_core=True``, a resolver that cannot be hoisted) keeps the TODO.
 """
 
 import libcst as cst
 
 from tpu_compat import legacy_api
-from tpu_compat.migrate import imports
+from tpu_compat.migrate.rewrites import _keras_tpu_branch
 from tpu_compat.migrate.rewrites._edit import Edit, arguments_by_name
+from tpu_compat.migrate.rewrites._keras_tpu_parts import (
+    DISTRIBUTION_STRATEGY, all_names, assigned_name, compile_after, fresh, function_of, home,
+    is_import, last_assignment, line, names_in, resolver_of, spellings, stored)
 
 __all__ = ["KIND", "plan"]
 
 KIND = legacy_api.REWRITE_KERAS_TPU_SCOPE
-_DISTRIBUTION_STRATEGY = "TPC161"
-_V1 = "tensorflow.compat.v1"
-_CONNECT = "tensorflow.config.experimental_connect_to_cluster"
-_INITIALIZE = "tensorflow.tpu.experimental.initialize_tpu_system"
-_BLOCKS = (cst.Module, cst.IndentedBlock)
 
 
 def plan(planner, finding, rewrite):
     site = finding.site
     call = site.call
+    if finding.record.name == "sync_to_cpu":
+        return _plan_sync(planner, finding)
     if site.kind != "symbol" or call is None or call.func is not site.node:
         return "a reference, not a call"
     statement = site.statement
-    target = _assigned_name(statement, call)
+    target = assigned_name(statement, call)
     if target is None:
         return "the converted model is not assigned to one name in its own statement"
     # r1.13: tpu_model(model, strategy=None).
@@ -60,44 +61,77 @@ def plan(planner, finding, rewrite):
         return "only keras_to_tpu_model(model, strategy=TPUDistributionStrategy(resolver))"
     model = placed["model"].value
     strategy_call = placed.get("strategy")
-    dist = [f for f in planner.findings if f.rule == _DISTRIBUTION_STRATEGY
+    if isinstance(strategy_call, cst.Name):
+        return _keras_tpu_branch.plan_branch(planner, finding, target, model, strategy_call.value)
+    dist = [f for f in planner.findings if f.rule == DISTRIBUTION_STRATEGY
             and f.site is not None and f.site.call is strategy_call]
     if not isinstance(strategy_call, cst.Call) or len(dist) != 1:
         return "the strategy is not a TPUDistributionStrategy(...) built in the call"
-    # r1.13: TPUDistributionStrategy(tpu_cluster_resolver=None, using_single_core=False).
-    strategy_args = arguments_by_name(strategy_call, ("tpu_cluster_resolver", "using_single_core"))
-    if strategy_args is None or "tpu_cluster_resolver" not in strategy_args:
-        return "TPUDistributionStrategy without a resolver argument"
-    single = strategy_args.get("using_single_core")
-    if single is not None and not (isinstance(single, cst.Name) and single.value == "False"):
-        return ("using_single_core: one core of the TPU; TF 2's TPUStrategy needs a "
-                "device assignment for that")
-    block, index = _home(planner, statement)
+    resolver, why = resolver_of(strategy_call)
+    if why:
+        return why
+    block, index = home(planner, statement)
     if block is None or id(block) in planner.edits:
         return "not a statement of a block this rewrite can restructure"
     body = list(block.body)
-    start = _last_assignment(body[:index], model)
+    start = last_assignment(body[:index], model)
     if start is None:
         return f"`{model}` is not built by a statement before this one in the same block"
-    end = _compile_after(body, index, (model, target))
-    if any(_is_import(s) for s in body[start:]):
+    end = compile_after(body, index, (model, target))
+    if any(is_import(s) for s in body[start:]):
         return "imports among the statements that would move"
-    resolver = strategy_args["tpu_cluster_resolver"]
     hoisted = _hoisted(body, start, max(end, index), index, resolver)
     if hoisted is None:
         return "the resolver's names are assigned among the model's statements"
-    names = _spellings(site)
+    names = spellings(site)
     if names is None:
         return "cannot name tf.distribute.TPUStrategy from this module's imports"
-    taken = _names_in(planner.module)
-    fresh = {"strategy": _fresh("tpu_strategy", taken),
-             "resolver": None if isinstance(resolver, cst.Name) else _fresh("tpu_resolver", taken)}
-    layout = _Layout(start, index, end, hoisted, target, model, names, fresh,
+    taken = names_in(planner.module)
+    new_names = {"strategy": fresh("tpu_strategy", taken),
+                 "resolver": None if isinstance(resolver, cst.Name) else fresh("tpu_resolver", taken)}
+    layout = _Layout(start, index, end, hoisted, target, model, names, new_names,
                      len(block.body))
     edit = Edit(block, type(block), layout.apply, KIND)
     planner.edit(finding, edit)
     planner.cover(dist[0], edit, "the TPUStrategy scope replaces it")
     return None
+
+
+def _plan_sync(planner, finding):
+    """``tpu_model.sync_to_cpu()`` -> ``tpu_model``, where every conversion of the same
+    function (or module level) is rewritten and one made ``tpu_model``.
+
+    r1.13 keras_support.py ``KerasTPUModel.sync_to_cpu`` copied the TPU copy's weights
+    into the CPU model and returned it; a model built and compiled in the TPUStrategy
+    scope is one model with one set of weights, so the call is that model."""
+    site = finding.site
+    call = site.call
+    if call is None or call.func is not site.node or call.args:
+        return "only tpu_model.sync_to_cpu() with no arguments is rewritten"
+    receiver = site.node.value
+    if not isinstance(receiver, cst.Name):
+        return "the receiver is not a name"
+    converted = set()
+    where = function_of(planner, site.statement)
+    for other in planner.findings:
+        if (other.record.name != "keras_to_tpu_model" or other.site is None
+                or function_of(planner, other.site.statement) is not where):
+            continue
+        outcome = planner.outcomes.get(id(other))
+        if outcome is None or outcome.action != "rewritten":
+            return "a keras_to_tpu_model of this function is not rewritten (before it)"
+        placed = arguments_by_name(other.site.call, ("model", "strategy")) or {}
+        converted |= {assigned_name(other.site.statement, other.site.call),
+                      getattr(placed.get("model"), "value", None)}
+    if receiver.value not in converted:
+        return f"`{receiver.value}` is not a model a rewritten keras_to_tpu_model converted"
+    planner.edit(finding, Edit(call, cst.Call, _receiver, KIND))
+    return None
+
+
+def _receiver(original, updated):
+    del original
+    return updated.func.value.with_changes(lpar=updated.lpar, rpar=updated.rpar)
 
 
 class _Layout:
@@ -125,9 +159,9 @@ class _Layout:
             resolver = cst.Name(self.fresh["resolver"])
         resolver_code = cst.Module([]).code_for_node(resolver)
         strategy = self.fresh["strategy"]
-        bring_up += [_line(f"{self.names['connect']}({resolver_code})"),
-                     _line(f"{self.names['initialize']}({resolver_code})"),
-                     _line(f"{strategy} = {self.names['strategy']}({resolver_code})")]
+        bring_up += [line(f"{self.names['connect']}({resolver_code})"),
+                     line(f"{self.names['initialize']}({resolver_code})"),
+                     line(f"{strategy} = {self.names['strategy']}({resolver_code})")]
         # The model statement's comments stay above what now comes first.
         bring_up[0] = bring_up[0].with_changes(
             leading_lines=[*body[start].leading_lines, *bring_up[0].leading_lines])
@@ -151,10 +185,6 @@ class _Layout:
         return updated.with_changes(body=[*body[:start], *bring_up, scope, *after, *rest])
 
 
-def _line(code):
-    return cst.parse_statement(code)
-
-
 def _alias(target, model, conversion):
     """``target = model`` keeping the conversion's comments, or None when they are one name."""
     if target == model:
@@ -170,176 +200,31 @@ def _strategy_resolver(conversion):
         "tpu_cluster_resolver"]
 
 
-def _assigned_name(statement, call):
-    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
-        return None
-    assign = statement.body[0]
-    if (isinstance(assign, cst.Assign) and assign.value is call and len(assign.targets) == 1
-            and isinstance(assign.targets[0].target, cst.Name)):
-        return assign.targets[0].target.value
-    return None
-
-
-def _home(planner, statement):
-    """The block (Module or IndentedBlock) whose body holds ``statement``, and its index."""
-    homes = getattr(planner, "_keras_tpu_homes", None)
-    if homes is None:
-        homes = {}
-        if planner.module is not None:
-            planner.module.visit(_Homes(homes))
-        planner._keras_tpu_homes = homes  # pylint: disable=protected-access
-    return homes.get(id(statement), (None, None))
-
-
-class _Homes(cst.CSTVisitor):
-    def __init__(self, homes):
-        super().__init__()
-        self.homes = homes
-
-    def on_visit(self, node):
-        if isinstance(node, _BLOCKS):
-            for index, child in enumerate(node.body):
-                self.homes[id(child)] = (node, index)
-        return True
-
-
-def _stored(node):
-    """Names a statement binds (assignment targets, loop and with targets, defs, imports)."""
-    names = set()
-
-    class Visitor(cst.CSTVisitor):
-        def visit_AssignTarget(self, target):
-            names.update(n.value for n in _all_names(target.target))
-
-        def visit_AnnAssign(self, assign):
-            names.update(n.value for n in _all_names(assign.target))
-
-        def visit_AugAssign(self, assign):
-            names.update(n.value for n in _all_names(assign.target))
-
-        def visit_For(self, loop):
-            names.update(n.value for n in _all_names(loop.target))
-
-        def visit_AsName(self, asname):
-            names.update(n.value for n in _all_names(asname.name))
-
-        def visit_FunctionDef(self, definition):
-            names.add(definition.name.value)
-
-        def visit_ClassDef(self, definition):
-            names.add(definition.name.value)
-
-        def visit_NamedExpr(self, expression):
-            names.update(n.value for n in _all_names(expression.target))
-
-        def visit_Global(self, statement):
-            names.update(n.name.value for n in statement.names)
-
-    node.visit(Visitor())
-    return names
-
-
-def _all_names(node):
-    found = []
-
-    class Visitor(cst.CSTVisitor):
-        def visit_Name(self, name):
-            found.append(name)
-
-        def visit_Attribute(self, attribute):
-            attribute.value.visit(self)  # `a.b` reads a, not b
-            return False
-
-    node.visit(Visitor())
-    return found
-
-
-def _last_assignment(statements, name):
-    for index in range(len(statements) - 1, -1, -1):
-        statement = statements[index]
-        if name in _stored(statement):
-            if (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
-                    and isinstance(statement.body[0], cst.Assign)):
-                return index
-            return None
-    return None
-
-
-def _compile_after(body, index, names):
-    """The first later statement ``<model or converted>.compile(...)``, else ``index - 1``."""
-    for j in range(index + 1, len(body)):
-        statement = body[j]
-        if (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
-                and isinstance(statement.body[0], cst.Expr)
-                and isinstance(statement.body[0].value, cst.Call)):
-            func = statement.body[0].value.func
-            if (isinstance(func, cst.Attribute) and func.attr.value == "compile"
-                    and isinstance(func.value, cst.Name) and func.value.value in names):
-                return j
-        if names[0] in _stored(statement) or names[1] in _stored(statement):
-            break
-    return index - 1
-
-
-def _is_import(statement):
-    return isinstance(statement, cst.SimpleStatementLine) and any(
-        isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body)
-
-
 def _hoisted(body, start, last, index, resolver):
     """Indices of the statements in (start, index) that define the resolver's names and
     can move above the model's statements; None when one cannot."""
-    wanted = {name.value for name in _all_names(resolver)}
+    wanted = {name.value for name in all_names(resolver)}
     hoisted = []
     for j in range(last, start - 1, -1):
         if j == index:
             continue
-        stored = _stored(body[j])
-        if not stored & wanted:
+        binds = stored(body[j])
+        if not binds & wanted:
             continue
         if j == start or j > index or not isinstance(body[j], cst.SimpleStatementLine):
             return None
         hoisted.append(j)
-        wanted |= {name.value for name in _all_names(body[j])} - stored
+        wanted |= {name.value for name in all_names(body[j])} - binds
     hoisted.reverse()
     # What the moved statements read must not be assigned by the ones they jump
     # over, nor what they assign be read there (a builder reading the old value).
-    moved = set().union(*(_stored(body[j]) for j in hoisted)) if hoisted else set()
+    moved = set().union(*(stored(body[j]) for j in hoisted)) if hoisted else set()
     for j in range(start, last + 1):
         if j in hoisted or j == index:
             continue
-        if _stored(body[j]) & wanted or (j < max(hoisted, default=-1) and moved & {
-                name.value for name in _all_names(body[j])}):
+        if stored(body[j]) & wanted or (j < max(hoisted, default=-1) and moved & {
+                name.value for name in all_names(body[j])}):
             return None
     return hoisted
 
 
-def _spellings(site):
-    visible = dict(site.visible)
-    root = site.written.split(".", 1)[0]
-    if site.root_path:
-        visible[root] = site.root_path
-    # A TF 1.x program runs its `import tensorflow` as compat.v1 (`tpu-compat run
-    # --tf1`): spell what both bindings have (tf.compat.v2.X where needed).
-    visible = {name: _V1 if path == "tensorflow" else path for name, path in visible.items()}
-    names = {}
-    for key, path in (("strategy", "tensorflow.distribute.TPUStrategy"),
-                      ("connect", _CONNECT), ("initialize", _INITIALIZE)):
-        spelled = imports.spell(path, visible, prefer=(root,), through_v2=True)
-        if spelled is None:
-            return None
-        names[key] = spelled
-    return names
-
-
-def _names_in(module):
-    return {name.value for name in _all_names(module)} if module is not None else set()
-
-
-def _fresh(base, taken):
-    name, number = base, 1
-    while name in taken:
-        number += 1
-        name = f"{base}_{number}"
-    taken.add(name)
-    return name
