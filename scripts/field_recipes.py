@@ -392,7 +392,11 @@ FAILURE_NOTES = {
                    "tests/test_replica_variable_names.py runs a LARS TPUEstimator program on 8 cores). "
                    "Re-run at 0adcd40 with 900 s at load 5 to 9: the 8 replicas' graph (LARS included) "
                    "built, the session initialized (local_init_op done), then killed in the first "
-                   "training steps: slow at this load, no error; re-run on a quiet machine."),
+                   "training steps: slow at this load, no error. Re-run at `39fc52d` with 1800 s at load 7.6 to "
+                   "8.6 (2026-11-29 04:30 UTC, other sessions' tests): graph finalized at 14 min, "
+                   "local_init_op done at 19 min, the step-0 checkpoint saved at 28 min, killed 2 min "
+                   "into the first training step's session.run; 7.4 CPU minutes in 30 wall minutes, so "
+                   "starved, advancing at every phase: slow, not hung; re-run on a quiet machine."),
     "colab-fashion-mnist": ("past its distutils.version check now (fixed, issue 34); the 900 s budget ran "
                             "out in epoch 12 of 17 of cell 4's fit (1020 steps of a 3-convolution net, "
                             "about 0.8 s a step at load 10): compute, not a hang."),
