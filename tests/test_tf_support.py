@@ -16,6 +16,9 @@ import pytest
 from conftest import EXAMPLES, REPO_ROOT, subprocess_env
 from tpu_compat import tf_support
 
+# What a missing TensorFlow can break, all of it: CI's TF-free lane runs these.
+pytestmark = pytest.mark.tf_free
+
 NO_TENSORFLOW = """\
 import importlib.machinery, sys
 class _PathFinderWithoutTensorFlow(importlib.machinery.PathFinder):
