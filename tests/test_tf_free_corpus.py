@@ -42,6 +42,9 @@ import json
 from tpu_compat.cli import main
 tree, report, out, out_tf2 = sys.argv[1:5]
 print("SCAN", main(["scan", "--format", "json", "--exit-zero", tree]))
+# The README's examples as a user first sees them: text findings (exit 1), a diff.
+print("SCAN_TEXT", main(["scan", tree + "/examples"]))
+print("DIFF", main(["upgrade", "--diff", tree + "/examples"]))
 print("UPGRADE", main(["upgrade", "--output", out, "--report", report, tree]))
 # The TPUEstimator programs, through the TF 2 driver's migration too.
 print("TF2", main(["upgrade", "--estimator-to-tf2", "--output", out_tf2,
@@ -68,9 +71,13 @@ def test_scan_and_upgrade_of_the_whole_corpus_need_no_tensorflow_or_numpy(tmp_pa
         capture_output=True, text=True, env=subprocess_env(), timeout=600, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in result.stdout.splitlines()
-                 if line.split(" ", 1)[0] in ("SCAN", "UPGRADE", "TF2", "LOADED"))
+                 if line.split(" ", 1)[0] in ("SCAN", "SCAN_TEXT", "DIFF", "UPGRADE", "TF2",
+                                              "LOADED"))
     assert json.loads(lines["LOADED"]) == []
     assert lines["SCAN"] == "0"  # --exit-zero: findings, and no error
+    assert lines["SCAN_TEXT"] == "1" and lines["DIFF"] == "0"
+    text = result.stdout[result.stdout.index("\nSCAN "):]
+    assert "TPC001" in text and "+++ " in text
     assert lines["UPGRADE"] == lines["TF2"] == "0", result.stderr[-3000:]
     # Every row of the legacy table was found, so every rule's path ran.
     scanned = json.loads(result.stdout[:result.stdout.index("\nSCAN ")])
