@@ -43,3 +43,31 @@ def write(path, figures, goals=()):
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=1, sort_keys=True)
         handle.write("\n")
+
+
+# A variant child's time limit: the longest full run's (run_benchmarks.py's
+# benchmark timeouts), so that a stuck child ends the benchmark, not the machine.
+VARIANT_TIMEOUT = 1800.0
+
+
+def run_variant(command, env=None):
+    """Runs one variant's TensorFlow process; returns its stdout (raises on failure).
+
+    Started as tpu_compat starts every child that imports TensorFlow
+    (tpu_compat._process.run_tensorflow_child): in its own process group,
+    killed whole at the time limit, with what ``tpu-compat run`` exports
+    before TensorFlow's import, so every variant computes with the kernels
+    and the Keras a user's run gets. Under the test suite's fork server (its
+    private variable in ``env``) the child is forked from a process that has
+    imported TensorFlow once, and the smoke runs skip one import per variant;
+    a user's run always starts a fresh interpreter.
+    """
+    from tpu_compat import _process  # pylint: disable=import-outside-toplevel
+    finished = _process.run_tensorflow_child(command, VARIANT_TIMEOUT, env=env)
+    if finished.timed_out or finished.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(command)} "
+            + (f"did not finish within {VARIANT_TIMEOUT:.0f} s" if finished.timed_out
+               else f"failed (exit {finished.returncode})")
+            + f":\n{finished.stderr[-3000:]}")
+    return finished.stdout

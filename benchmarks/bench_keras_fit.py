@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -123,14 +122,13 @@ def timed_epoch(tf, model, dataset, steps):
 
 
 def run_variant(variant, args):
-    result = subprocess.run(
+    stdout = _results.run_variant(
         [sys.executable, __file__, "--variant", variant, "--replicas", str(args.replicas),
          "--steps", str(args.steps)],
-        capture_output=True, text=True, check=True,
         env=dict(os.environ, PYTHONPATH=os.pathsep.join(
             [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
             + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])))
-    line = next(l for l in result.stdout.splitlines() if l.startswith("SAMPLES_PER_SECOND "))
+    line = next(l for l in stdout.splitlines() if l.startswith("SAMPLES_PER_SECOND "))
     return float(line.split()[1])
 
 

@@ -171,15 +171,13 @@ def main():
             run(args.steps)
             timings[name].append(time.perf_counter() - start)
 
-    import subprocess  # noqa: E402
     import sys  # noqa: E402
 
-    native = subprocess.run(
+    native = _results.run_variant(
         [sys.executable, __file__, "--native-v1-only", "--replicas", str(args.replicas),
          "--steps-per-run", str(args.steps_per_run), "--steps", str(args.steps),
-         "--repeats", str(args.repeats)],
-        capture_output=True, text=True, check=True)
-    native_lines = dict(line.split() for line in native.stdout.splitlines()
+         "--repeats", str(args.repeats)])
+    native_lines = dict(line.split() for line in native.splitlines()
                         if line.startswith(("NATIVE_V1_", "REFERENCE_")))
     native_per_100 = float(native_lines["NATIVE_V1_SECONDS_PER_100"])
     reference_per_100 = float(native_lines["REFERENCE_SECONDS_PER_100"])

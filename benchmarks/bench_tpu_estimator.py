@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -163,10 +162,10 @@ def main():
     samples = {name: [] for name in VARIANTS}
     for _ in range(args.repeats):
         for name in VARIANTS:
-            out = subprocess.run([sys.executable, __file__, "--variant", name,
-                                  "--steps", str(args.steps), "--per-loop", str(args.per_loop)],
-                                 env=env, capture_output=True, text=True, check=True)
-            samples[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+            stdout = _results.run_variant(
+                [sys.executable, __file__, "--variant", name,
+                 "--steps", str(args.steps), "--per-loop", str(args.per_loop)], env=env)
+            samples[name].append(json.loads(stdout.strip().splitlines()[-1]))
     median = {name: (statistics.median(s["steps_per_second"] for s in runs),
                      statistics.median(s["total"] for s in runs))
               for name, runs in samples.items()}

@@ -52,7 +52,8 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 # -- requires_tf: the TF-free lane ------------------------------------------------
 #
 # `scan`, `upgrade` and `import tpu_compat` need no TensorFlow, and CI proves it
-# by running this suite in a venv made with `pip install -e '.[test]'` alone.
+# by running the tests marked `tf_free` (what a missing TensorFlow can break) in
+# a venv made with `pip install -e '.[test]'` alone.
 # Tests that run TensorFlow (in process, or through `tpu-compat run` and the
 # other commands that check for it) carry the `requires_tf` marker; without
 # TensorFlow they are skipped with this reason instead of failing. find_spec

@@ -85,12 +85,14 @@ def test_doctor_reports_misconfiguration():
     assert "problem: backend: TPU_COMPAT_BACKEND=tpu but no TPU is reachable" in result.stdout
 
 
+@pytest.mark.tf_free
 def test_version_flag():
     from tpu_compat import __version__
     result = run_cli("--version")
     assert result.stdout.strip() == f"tpu-compat {__version__}"
 
 
+@pytest.mark.tf_free
 def test_import_tpu_compat_does_not_import_tensorflow():
     import subprocess, sys
     from conftest import subprocess_env

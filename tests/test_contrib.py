@@ -171,6 +171,7 @@ def test_xavier_initializer_is_glorot_uniform_for_the_same_seed(tpu8):
         _layers.xavier_initializer(dtype=tf.int32)
 
 
+@pytest.mark.tf_free
 def test_hparams_parse_types_and_json():
     hparams = _hparams.HParams(learning_rate=0.1, layers=[64, 32], name="bert",
                                use_tpu=False, steps=10)
@@ -231,6 +232,7 @@ def test_every_contrib_name_warns_with_its_record(installed, module, name, rule)
     assert f"tf.contrib.{module + '.' if module else ''}{name}" in legacy_api.get(rule).api
 
 
+@pytest.mark.tf_free
 def test_contrib_covers_its_rule_range():
     assert sorted(set(rule for _, _, rule in CONTRIB_NAMES)) == [
         f"TPC{n:03d}" for n in [*range(51, 70), *range(101, 130), *range(140, 150),

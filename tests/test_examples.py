@@ -49,6 +49,14 @@ def test_tf1_example_matches_numpy_full_batch_sgd(tf1_runs, replicas):
     weight_sum, bias = _full_batch_sgd_reference()
     assert numbers["weight_sum"] == pytest.approx(weight_sum, rel=1e-5)
     assert numbers["bias"] == pytest.approx(bias, rel=1e-4)
+
+
+# Not `interpreter`: Python 3.12's lane checks the program against NumPy above,
+# with one run; the replica counts' agreement is the same on every Python.
+@pytest.mark.whole_program(ci_replicas=8)
+@pytest.mark.parametrize("replicas", [2, 8])
+def test_tf1_example_is_independent_of_the_replica_count(tf1_runs, replicas):
+    numbers = tf1_runs[replicas]
     for key, value in tf1_runs[1].items():
         if key != "replicas":
             assert numbers[key] == pytest.approx(value, rel=1e-5, abs=1e-6)

@@ -267,6 +267,7 @@ def test_tf1_row_is_installed_and_undone_by_install():
         "eager: False"]  # TF 1.x behaviour is once per process, like the device layout
 
 
+@pytest.mark.tf_free
 def test_patching_imports_no_tensorflow():
     code = "import sys, tpu_compat.patching; print('tensorflow' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

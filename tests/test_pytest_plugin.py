@@ -298,11 +298,11 @@ def test_a_hanging_child_is_killed_at_its_timeout(run, pytester):
         @pytest.mark.tpu_replicas(1)
         def test_in_a_child():
             pass
-    """, "--tpu-compat-child-timeout=20")  # the child's start-up must fit in it: generous
+    """, "--tpu-compat-child-timeout=8")  # the child's start-up must fit in it
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "*test_module.py::test_in_a_child[[]replicas=1[]]: the child pytest process "
-        "running this test on an emulated TPU with 1 replicas did not finish within 20 s "
+        "running this test on an emulated TPU with 1 replicas did not finish within 8 s "
         "(--tpu-compat-child-timeout); it and every process it started were killed*"])
     pids = [int(pid) for pid in (pytester.path / "pids").read_text().split()]
     assert all(process_gone(pid) for pid in pids)

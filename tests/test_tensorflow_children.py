@@ -12,8 +12,13 @@ import json
 import os
 import sys
 
+import pytest
+
 from tpu_compat import _process, runner, settings
 from tpu_compat.regress import script_process
+
+# Without tf-keras (CI's TF-free lane) the environment differs: these run there too.
+pytestmark = pytest.mark.tf_free
 
 PRINT_ENVIRONMENT = "import json, os; print(json.dumps(dict(os.environ)))"
 
