@@ -42,6 +42,16 @@ class Recipe(NamedTuple):
     cells: Optional[int] = None     # notebooks: run the first N code cells only
     env: dict = {}
     timeout: float = 300.0
+    # --mode estimator-tf2 (issue 36): regular expressions of the printed lines whose numbers
+    # the migrated run must repeat (every number in each matched text, in order); empty: the
+    # TPUEstimator lines of NUMBERS below.
+    numbers: Tuple[str, ...] = ()
+
+
+# The lines TPUEstimator prints and the TF 2 driver (tpu_estimator_tf2.py) prints the same way:
+# the training loss each loop, the final loss, and the evaluation's metrics.
+NUMBERS = (r"\bloss = [-+.\deEna]+, step = \d+", r"Loss for final step: [-+.\deEna]+",
+           r"Saving dict for global step \d+: .*")
 
 
 # Pinned commits (all present in the fetched snapshots).
