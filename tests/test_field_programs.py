@@ -314,7 +314,10 @@ I1129 Saving dict for global step 4: accuracy = 0.125, global_step = 4, loss = 2
 
 
 def test_printed_numbers_are_the_recipe_lines_numbers_labelled_by_their_line():
-    found = fp.printed_numbers(_TPUESTIMATOR_LOG, fr.NUMBERS)
+    twice = "".join(f"INFO:tensorflow:{line.split(' ', 1)[1]}\n{line}\n"
+                    for line in _TPUESTIMATOR_LOG.splitlines())
+    found = fp.printed_numbers(twice, fr.NUMBERS)     # TF 1's logger and absl: one record
+    assert found == fp.printed_numbers(_TPUESTIMATOR_LOG, fr.NUMBERS)
     assert [value for _, value in found] == [2.302585, 2, 2.25, 4, 0.125, 4, 2.2]
     assert found[0][0] == "loss = #, step = #"
     assert found[3][0] == "Saving dict for global step #: accuracy = #, global_step = #, loss = #"
@@ -417,3 +420,16 @@ def test_the_estimator_tf2_section_counts_passes_over_the_tpuestimator_recipes(t
     assert "| b | fail (9 s, 1 TODO) | 1 | numbers differ: number 1 |" in section
     assert "| TPC070 | predict is not migrated | 2 | b, c |" in section
     assert "| fit |" not in section
+
+
+def test_the_migrated_run_starts_from_the_references_step_zero_checkpoint_only(tmp_path):
+    source = tmp_path / "reference"
+    source.mkdir()
+    for name in ("model.ckpt-0.index", "model.ckpt-0.data-00000-of-00001", "model.ckpt-4.index",
+                 "graph.pbtxt", "checkpoint"):
+        (source / name).write_text(name)
+    fp.step_zero_model_dir(source, tmp_path / "migrated")
+    assert sorted(p.name for p in (tmp_path / "migrated").iterdir()) == [
+        "checkpoint", "model.ckpt-0.data-00000-of-00001", "model.ckpt-0.index"]
+    assert (tmp_path / "migrated" / "checkpoint").read_text().startswith(
+        'model_checkpoint_path: "model.ckpt-0"\n')
