@@ -1031,6 +1031,7 @@ def main(argv=None):
     if args.mode == TF2_MODE:
         chosen = [r for r in chosen if r.kind == "TPUEstimator"]
     workdir = args.workdir or tempfile.mkdtemp(prefix="field-")
+    Path(workdir).mkdir(parents=True, exist_ok=True)
     tpu_compat = [sys.executable, "-m", "tpu_compat"]
     commit = _tpu_compat_commit()
     for recipe in chosen:
