@@ -236,7 +236,7 @@ def _upgrade_one(upgrade_module, args, path, max_bytes):
     if args.estimator_to_tf2:
         # pylint: disable-next=import-outside-toplevel
         from tpu_compat.migrate.estimator import to_tf2
-        result = to_tf2.upgrade_file(path, max_bytes)
+        result = to_tf2.upgrade_file(path, max_bytes, helper=getattr(args, "tpu_estimator_program", False))
     else:
         result = upgrade_module.upgrade_file(path, max_bytes)
     if args.in_place and result.changed:
@@ -245,6 +245,20 @@ def _upgrade_one(upgrade_module, args, path, max_bytes):
             return upgrade_module.FileUpgrade(path, result.original, None, [],
                                               scan.FileError(path, problem))
     return result
+
+
+def _builds_an_estimator(files):
+    """Whether one of ``files`` builds a TPUEstimator: then the others are its modules
+    (--estimator-to-tf2 points their CrossShardOptimizer, ModeKeys... at the driver too)."""
+    # pylint: disable-next=import-outside-toplevel
+    from tpu_compat.migrate.estimator import to_tf2
+    for path in files:
+        try:
+            if to_tf2.constructs_tpu_estimator(sources.read_bytes(path)):
+                return True
+        except sources.SourceError:
+            continue
+    return False
 
 
 def _stale_temp_files(args, files, outputs):
@@ -325,6 +339,7 @@ def run_upgrade(args):
     if args.output and not args.diff:
         _check_outputs_differ(outputs)
     _stale_temp_files(args, files, outputs)
+    args.tpu_estimator_program = args.estimator_to_tf2 and _builds_an_estimator(files)
     upgrades = (_upgrade_one(upgrade_module, args, path, max_bytes) for path in files)
     if args.in_place and not args.backup_suffix and not args.force:
         # git is the way back: a changed file it cannot restore stops the run

@@ -25,6 +25,7 @@ the first step when ``model_dir`` holds no checkpoint.
 
 import dataclasses
 import os
+import re
 from typing import List
 
 import libcst as cst
@@ -241,33 +242,49 @@ class _AddImport(cst.CSTTransformer):
         return updated.with_changes(body=body)
 
 
-def migrate_text(text: str) -> Migrated:
+# A call of TPUEstimator, by any spelling: the cheap test of "this run upgrades a
+# TPUEstimator program" (the renames themselves go by qualified names).
+_CONSTRUCTS_ESTIMATOR = re.compile(rb"\bTPUEstimator\s*\(")
+
+
+def constructs_tpu_estimator(raw: bytes) -> bool:
+    return _CONSTRUCTS_ESTIMATOR.search(raw) is not None
+
+
+def migrate_text(text: str, helper: bool = False) -> Migrated:
     """The program's text with its TPUEstimator names pointed at the driver and
-    its TODO lines added; unchanged (no notes) when it uses no TPUEstimator."""
+    its TODO lines added; unchanged (no notes) when it uses no TPUEstimator.
+
+    ``helper``: the file is a module of a TPUEstimator program (the same upgrade
+    holds the file that builds the estimator), as BERT's optimization.py, which
+    wraps the optimizer in CrossShardOptimizer for run_pretraining.py's model_fn:
+    its names are pointed at the driver too."""
     module = cst.parse_module(text)
     wrapper = metadata.MetadataWrapper(module)
     migrator = _Migrator()
     migrated = wrapper.visit(migrator)
-    if not any(note.rule == "TPC070" and not note.todo for note in migrator.notes):
+    renamed = [note for note in migrator.notes if not note.todo]
+    if not any(note.rule == "TPC070" for note in renamed) and not (helper and renamed):
         return Migrated(text, [])
     migrated = migrated.visit(_AddImport())
     return Migrated(migrated.code, sorted(migrator.notes, key=lambda n: (n.line, n.column)))
 
 
-def upgrade_file(path, max_bytes=None):
+def upgrade_file(path, max_bytes=None, helper=False):
     """``upgrade.upgrade_file`` with the TPUEstimator migration first."""
     try:
         raw = sources.read_bytes(path)
     except sources.SourceError:
         return upgrade.upgrade_file(path, max_bytes)
-    return upgrade_bytes(path, raw, max_bytes) or upgrade.upgrade_bytes(path, raw, max_bytes)
+    return (upgrade_bytes(path, raw, max_bytes, helper)
+            or upgrade.upgrade_bytes(path, raw, max_bytes))
 
 
-def upgrade_bytes(path, raw, max_bytes=None):
+def upgrade_bytes(path, raw, max_bytes=None, helper=False):
     """--estimator-to-tf2 first (issue 36): the TPUEstimator names pointed at the
     TF 2 driver written beside the file, then the ordinary upgrade of the result.
-    None when the file uses no TPUEstimator (or cannot be read: the ordinary
-    upgrade reports that)."""
+    None when the file uses no TPUEstimator (nor, as a ``helper`` module of one,
+    its names), or cannot be read: the ordinary upgrade reports that."""
     try:
         source = sources.source_from_bytes(path, raw)
     except sources.SourceError:
@@ -275,7 +292,7 @@ def upgrade_bytes(path, raw, max_bytes=None):
     if source.notebook:
         return None
     try:
-        migrated = migrate_text(source.text)
+        migrated = migrate_text(source.text, helper)
     except (cst.ParserSyntaxError, RecursionError, ValueError):
         return None
     if not migrated.changed:
