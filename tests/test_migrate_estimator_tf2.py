@@ -331,3 +331,27 @@ def test_upgrade_migrates_the_programs_modules_when_it_holds_the_program(tmp_pat
     assert (tmp_path / "optimization.py").read_text() == OPTIMIZATION_TF2
     assert "tpu_estimator_tf2.TPUStrategyEstimator(" in program.read_text()
     assert (tmp_path / "tpu_estimator_tf2.py").read_bytes() == to_tf2.driver_source()
+
+
+def test_tf1_makes_a_tf1_programs_import_compat_v1_so_it_runs_without_tf1(tmp_path):
+    """A TF 1.x program (BERT: `import tensorflow as tf`, tf.flags, tf.train.Optimizer)
+    ran with `tpu-compat run --tf1`, which turns TF 2 behaviour off for the process and
+    with it the driver's tf.function loop. `--estimator-to-tf2 --tf1` makes its imports
+    compat.v1 (before: the strict run needed --tf1 and the driver could not run)."""
+    program = tmp_path / "run_pretraining.py"
+    program.write_text("import tensorflow as tf  # TF 1.15\nimport modeling\n"
+                       "flags = tf.flags\n"
+                       "e = tf.contrib.tpu.TPUEstimator(model_fn=f, use_tpu=True)\n")
+    (tmp_path / "modeling.py").write_text("import os\nimport tensorflow as tf\n"
+                                          "def f():\n  import tensorflow as tf\n")
+    assert run_cli("upgrade", "--tf1", "--in-place", "--force", str(program)).returncode == 2
+    result = run_cli("upgrade", "--estimator-to-tf2", "--tf1", "--in-place", "--force",
+                     str(program), str(tmp_path / "modeling.py"))
+    assert result.returncode == 0, result.stderr
+    text = program.read_text()
+    assert text.startswith("import tensorflow.compat.v1 as tf  # TF 1.15\n")
+    assert "tpu_estimator_tf2.TPUStrategyEstimator(model_fn=f" in text
+    assert (tmp_path / "modeling.py").read_text() == (
+        "import os\nimport tensorflow.compat.v1 as tf\n"
+        "def f():\n  import tensorflow.compat.v1 as tf\n")
+    assert not (tmp_path / "tpu_estimator_tf2.py").read_bytes() == b""

@@ -270,21 +270,37 @@ def migrate_text(text: str, helper: bool = False) -> Migrated:
     return Migrated(migrated.code, sorted(migrator.notes, key=lambda n: (n.line, n.column)))
 
 
-def upgrade_file(path, max_bytes=None, helper=False):
+# `import tensorflow as tf` as a whole statement line (a program of TF 1.x).
+_TF1_IMPORT = re.compile(r"^([ \t]*)import tensorflow as (\w+)[ \t]*(#.*)?$", re.M)
+
+
+def tf1_imports(text):
+    """(text, [line numbers]): each ``import tensorflow as tf`` of a TF 1.x program
+    (one ``tpu-compat run --tf1`` ran) made ``import tensorflow.compat.v1 as tf``,
+    as tf_upgrade_v2 did. The driver needs TF 2 behaviour in the process, which
+    ``--tf1`` turns off for the whole process; compat.v1 keeps the program's
+    TF 1 names (tf.flags, tf.train.Optimizer, tf.get_variable) with it on."""
+    lines = [text.count("\n", 0, m.start()) + 1 for m in _TF1_IMPORT.finditer(text)]
+    return _TF1_IMPORT.sub(lambda m: f"{m.group(1)}import tensorflow.compat.v1 as {m.group(2)}"
+                           + (f"  {m.group(3)}" if m.group(3) else ""), text), lines
+
+
+def upgrade_file(path, max_bytes=None, helper=False, tf1=False):
     """``upgrade.upgrade_file`` with the TPUEstimator migration first."""
     try:
         raw = sources.read_bytes(path)
     except sources.SourceError:
         return upgrade.upgrade_file(path, max_bytes)
-    return (upgrade_bytes(path, raw, max_bytes, helper)
+    return (upgrade_bytes(path, raw, max_bytes, helper, tf1)
             or upgrade.upgrade_bytes(path, raw, max_bytes))
 
 
-def upgrade_bytes(path, raw, max_bytes=None, helper=False):
+def upgrade_bytes(path, raw, max_bytes=None, helper=False, tf1=False):
     """--estimator-to-tf2 first (issue 36): the TPUEstimator names pointed at the
     TF 2 driver written beside the file, then the ordinary upgrade of the result.
     None when the file uses no TPUEstimator (nor, as a ``helper`` module of one,
-    its names), or cannot be read: the ordinary upgrade reports that."""
+    its names) and ``tf1`` changes no import, or cannot be read: the ordinary
+    upgrade reports that. ``tf1``: :func:`tf1_imports` first."""
     try:
         source = sources.source_from_bytes(path, raw)
     except sources.SourceError:
@@ -295,15 +311,21 @@ def upgrade_bytes(path, raw, max_bytes=None, helper=False):
         migrated = migrate_text(source.text, helper)
     except (cst.ParserSyntaxError, RecursionError, ValueError):
         return None
-    if not migrated.changed:
+    # After the renames, which go by the names the program's TF 1 import gave.
+    text, imports = tf1_imports(migrated.text) if tf1 else (migrated.text, [])
+    if not migrated.changed and not imports:
         return None
-    outcomes = [upgrade.Outcome(scan.Finding(path, note.line, note.column, note.rule, scan.HIGH),
+    outcomes = [upgrade.Outcome(scan.Finding(path, line, 1, "TPC070", scan.HIGH), upgrade.REWRITTEN,
+                                "--estimator-to-tf2 --tf1: import tensorflow.compat.v1 as tf", "")
+                for line in imports]
+    outcomes += [upgrade.Outcome(scan.Finding(path, note.line, note.column, note.rule, scan.HIGH),
                         upgrade.TODO if note.todo else upgrade.REWRITTEN,
                         note.todo or "--estimator-to-tf2: the TF 2 driver's name",
                         note.todo)
-                for note in migrated.notes]
-    rest = upgrade.upgrade_bytes(path, migrated.text.encode(source.encoding), max_bytes)
+                 for note in migrated.notes]
+    rest = upgrade.upgrade_bytes(path, text.encode(source.encoding), max_bytes)
     if rest.error is not None:
         return upgrade.FileUpgrade(path, raw, None, [], rest.error)
+    companions = {DRIVER_MODULE + ".py": driver_source()} if migrated.changed else {}
     return upgrade.FileUpgrade(path, raw, rest.output, outcomes + rest.outcomes,
-                       companions={DRIVER_MODULE + ".py": driver_source()})
+                               companions=companions)
