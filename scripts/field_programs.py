@@ -476,7 +476,7 @@ def run_one(recipe, mode, mirror, workdir, tpu_compat, site=(), upgrade_only=Fal
             program = tree / recipe.program
             targets = program_files(tree, program.with_suffix(".py"), recipe.pythonpath)
         code, _, up_seconds, up_out = _run_bounded(
-            upgrade_argv(tpu_compat, mode, tmp / "upgrade.json", *targets), cwd=tmp, env=env,
+            upgrade_argv(tpu_compat, mode, tmp / "upgrade.json", *targets, tf1=recipe.tf1), cwd=tmp, env=env,
             timeout=300, log_path=tmp / "upgrade.log")
         result["todos"] = count_todos(upgrade_dir)
         if mode == TF2_MODE:
@@ -492,7 +492,9 @@ def run_one(recipe, mode, mirror, workdir, tpu_compat, site=(), upgrade_only=Fal
     program = tree / recipe.program
     if program.suffix == ".ipynb":
         program = program.with_suffix(".py")  # converted above (and, migrated, upgraded)
-    run_flags = ["--tf1"] if recipe.tf1 else []
+    # TF2_MODE: the upgrade made a TF 1 program's imports compat.v1 (--tf1 would turn TF 2
+    # behaviour off for the driver too).
+    run_flags = ["--tf1"] if recipe.tf1 and mode != TF2_MODE else []
     if mode in ("migrated", TF2_MODE):
         run_flags += ["--warnings", "error", "--strict", "on"]
     argv = [*tpu_compat, "run", *run_flags, str(program), *format_args(recipe.args, tmp)]
@@ -559,10 +561,11 @@ def program_files(tree, program, roots=()):
     return sorted(found)
 
 
-def upgrade_argv(tpu_compat, mode, report, *paths):
+def upgrade_argv(tpu_compat, mode, report, *paths, tf1=False):
     """`tpu-compat upgrade` of ``paths``: the ordinary rewrites (``migrated``), or with
-    --estimator-to-tf2 first (TF2_MODE: the TPUEstimator names pointed at the TF 2 driver)."""
-    extra = ["--estimator-to-tf2"] if mode == TF2_MODE else []
+    --estimator-to-tf2 first (TF2_MODE: the TPUEstimator names pointed at the TF 2 driver;
+    ``tf1``, a recipe run with --tf1: its imports made compat.v1, and the run without --tf1)."""
+    extra = ["--estimator-to-tf2"] + (["--tf1"] if tf1 else []) if mode == TF2_MODE else []
     return [*tpu_compat, "upgrade", *extra, "--in-place", "--force", "--report", str(report),
             *map(str, paths)]
 
