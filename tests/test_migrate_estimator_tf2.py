@@ -355,3 +355,43 @@ def test_tf1_makes_a_tf1_programs_import_compat_v1_so_it_runs_without_tf1(tmp_pa
         "import os\nimport tensorflow.compat.v1 as tf\n"
         "def f():\n  import tensorflow.compat.v1 as tf\n")
     assert not (tmp_path / "tpu_estimator_tf2.py").read_bytes() == b""
+
+
+LAYER_NORM = ("import tensorflow as tf\n"
+              "def layer_norm(x, name=None):\n"
+              "  return tf.contrib.layers.layer_norm(\n"
+              "      inputs=x, begin_norm_axis=-1, begin_params_axis=-1, scope=name)\n")
+
+
+def test_contrib_layer_norm_in_a_programs_module_becomes_the_drivers():
+    """BERT's modeling.py: tf.contrib.layers.layer_norm was a TPC067 TODO (Keras'
+    LayerNormalization names its variables otherwise), and the strict run stopped at
+    the contrib name; the driver's keeps LayerNorm/beta and gamma."""
+    migrated = to_tf2.migrate_text(LAYER_NORM, helper=True)
+    assert migrated.text == LAYER_NORM.replace(
+        "import tensorflow as tf\n", "import tensorflow as tf\nimport tpu_estimator_tf2\n").replace(
+        "tf.contrib.layers.layer_norm(", "tpu_estimator_tf2.layer_norm(")
+    assert [(n.rule, n.todo) for n in migrated.notes] == [("TPC067", "")]
+
+
+@pytest.mark.requires_tf
+def test_the_drivers_layer_norm_is_contribs():
+    """Same variables (names, shapes) and outputs as tf.contrib.layers.layer_norm as
+    tpu_compat serves it (TF 1.15's), on the same inputs and parameters."""
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tpu_compat.contrib import _layers  # pylint: disable=import-outside-toplevel
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    x = np.random.RandomState(3).normal(2.0, 3.0, [4, 5, 6]).astype(np.float32)
+    results = []
+    for layer_norm in (_layers.layer_norm, estimator_tf2.layer_norm):
+        with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+            out = layer_norm(tf.constant(x), begin_norm_axis=-1, begin_params_axis=-1,
+                             scope="encoder/LayerNorm")
+            variables = tf.compat.v1.global_variables()
+            session.run(tf.compat.v1.global_variables_initializer())
+            session.run([v.assign(v + 0.25 * (i + 1)) for i, v in enumerate(variables)])
+            results.append(([(v.name, v.shape.as_list()) for v in variables], session.run(out)))
+    assert results[0][0] == results[1][0] == [("encoder/LayerNorm/beta:0", [6]),
+                                              ("encoder/LayerNorm/gamma:0", [6])]
+    np.testing.assert_array_equal(results[0][1], results[1][1])

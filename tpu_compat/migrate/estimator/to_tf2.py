@@ -53,6 +53,9 @@ _RENAMES.update({
     "tensorflow.tpu.CrossShardOptimizer": ("CrossReplicaOptimizer", "TPC043"),
     "tensorflow.compat.v1.tpu.CrossShardOptimizer": ("CrossReplicaOptimizer", "TPC043"),
     "tensorflow.contrib.tpu.CrossShardOptimizer": ("CrossReplicaOptimizer", "TPC054"),
+    # The driver's has contrib's variable names (LayerNorm/beta, gamma): BERT's
+    # checkpoints restore, where tf.keras.layers.LayerNormalization would not.
+    "tensorflow.contrib.layers.layer_norm": ("layer_norm", "TPC067"),
     # TF's sets a graph initializer eager variables never run; the driver's applies
     # the warm start before the first step when model_dir holds no checkpoint.
     "tensorflow.train.init_from_checkpoint": ("init_from_checkpoint", "TPC070"),
