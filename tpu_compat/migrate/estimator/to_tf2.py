@@ -13,7 +13,13 @@ tensorflow.compat.v1 or tf.contrib)
 ``tf.estimator.tpu.{TPUEstimatorSpec, RunConfig,         ``tpu_estimator_tf2.<same name>``
 TPUConfig, InputPipelineConfig}``, ``tf.estimator.ModeKeys``
 ``tf.tpu.CrossShardOptimizer``                           ``tpu_estimator_tf2.CrossReplicaOptimizer``
+``tf.contrib.layers.layer_norm``                         ``tpu_estimator_tf2.layer_norm``
 ======================================================  ==============================
+
+A file that builds no TPUEstimator is left alone, unless the same upgrade holds
+one that does (``helper``: it is a module of that program, as BERT's
+optimization.py). ``--tf1``: a TF 1.x program's ``import tensorflow as tf``
+becomes compat.v1 (:func:`tf1_imports`).
 
 What the driver does not run the TPUEstimator way gets a ``# TODO(tpu_compat)``
 line naming it and why (the driver also refuses it at run time, by name):
