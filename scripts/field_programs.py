@@ -442,8 +442,10 @@ def count_todos(tree):
 
 
 def run_one(recipe, mode, mirror, workdir, tpu_compat, site=(), upgrade_only=False, start_from=None):
-    """Run one recipe in one mode; returns its result row (a dict). ``upgrade_only``: stop after the upgrade (its TODOs; no TensorFlow run); ``start_from``: a
-    model_dir whose step-0 checkpoint the run starts from (``step_zero_model_dir``)."""
+    """Run one recipe in one mode; returns its result row (a dict). ``upgrade_only``: stop
+    after the upgrade (its TODOs; no TensorFlow run). ``start_from``: (a model_dir, whole):
+    the run's model_dir is a copy of it, whole or only its step-0 checkpoint
+    (``step_zero_model_dir``)."""
     tmp = Path(tempfile.mkdtemp(prefix=f"{recipe.name}-{mode}-", dir=workdir))
     tree = tmp / "src"
     result = {"name": recipe.name, "mode": mode, "passed": False, "seconds": None, "reason": "",
@@ -452,8 +454,10 @@ def run_one(recipe, mode, mirror, workdir, tpu_compat, site=(), upgrade_only=Fal
     if missing:
         result["reason"] = missing
         return result
-    if start_from is not None:
-        step_zero_model_dir(start_from, tmp / "model_dir")
+    if start_from is not None and start_from[1]:
+        shutil.copytree(start_from[0], tmp / "model_dir")
+    elif start_from is not None:
+        step_zero_model_dir(start_from[0], tmp / "model_dir")
     else:
         (tmp / "model_dir").mkdir()
     (tmp / "data").mkdir()
@@ -594,7 +598,8 @@ def run_estimator_tf2(recipe, mirror, workdir, tpu_compat, site=()):
     two programs draw their initializers differently, TF 1 graph op seeds against TF 2's), so
     its losses and eval metrics must be the reference's. It passes when the migrated run passes
     strict AND printed the reference's numbers (``numbers_patterns``)."""
-    reference = run_one(recipe, "unchanged", mirror, workdir, tpu_compat, site)
+    reference = run_one(recipe._replace(args=recipe.args + recipe.eval_args), "unchanged", mirror,
+                        workdir, tpu_compat, site)
     model_dir = Path(reference["log"]).parent / "model_dir" if reference.get("log") else None
     if not reference["passed"] or model_dir is None or not any(model_dir.rglob(STEP_ZERO + ".index")):
         row = {"name": recipe.name, "mode": TF2_MODE, "passed": False, "seconds": None,
@@ -605,9 +610,19 @@ def run_estimator_tf2(recipe, mirror, workdir, tpu_compat, site=()):
         row["reference"] = {key: reference.get(key) for key in ("passed", "seconds", "reason", "log")}
         return row
     step_zero = next(model_dir.rglob(STEP_ZERO + ".index")).parent
-    row = run_one(recipe, TF2_MODE, mirror, workdir, tpu_compat, site, start_from=step_zero)
+    row = run_one(recipe, TF2_MODE, mirror, workdir, tpu_compat, site, start_from=(step_zero, False))
     row["reference"] = {key: reference.get(key) for key in ("passed", "seconds", "reason", "log")}
-    return judge_numbers(recipe, row, reference)
+    row = judge_numbers(recipe, row, reference)
+    if recipe.eval_only_args and row.get("log"):
+        # The reference's final checkpoint evaluated by the migrated program (a copy of its
+        # model_dir): the same weights, so the same metrics.
+        evaluated = run_one(recipe._replace(args=recipe.args + recipe.eval_only_args), TF2_MODE, mirror,
+                            workdir, tpu_compat, site, start_from=(step_zero, True))
+        evaluated = judge_numbers(recipe._replace(numbers=field_recipes.EVAL_NUMBERS), evaluated, reference)
+        row["eval_of_reference_checkpoint"] = {
+            "passed": evaluated["passed"], "reason": evaluated["reason"], "log": evaluated.get("log"),
+            "numbers_compared": evaluated.get("numbers_compared")}
+    return row
 
 
 def judge_numbers(recipe, row, reference):
@@ -895,13 +910,20 @@ def render_estimator_tf2_section(recipes, results):
     chosen = estimator_recipes(recipes)
     passed, ran, total = summary(chosen, results, TF2_MODE)
     by_key = {(r["name"], r["mode"]): r for r in results}
-    lines = ["| program | migrated to TF 2, strict, same numbers | TODO left | reason |",
-             "|---|---|---|---|"]
+    lines = ["| program | migrated to TF 2, strict, same numbers | TODO left | reason | "
+             "the legacy checkpoint evaluated by the migrated program |", "|---|---|---|---|---|"]
     for recipe in chosen:
         row = by_key.get((recipe.name, TF2_MODE))
         todos = "" if row is None or row.get("todos") is None else str(row["todos"])
         reason = "" if row is None or row["passed"] else _reason(row)
-        lines.append(f"| {recipe.name} | {_verdict(row)} | {todos} | {reason} |")
+        evaluated = (row or {}).get("eval_of_reference_checkpoint")
+        if evaluated is None:
+            evaluated = ""
+        elif evaluated["passed"]:
+            evaluated = f"same metrics ({evaluated['numbers_compared']} numbers)"
+        else:
+            evaluated = _cell(evaluated["reason"])
+        lines.append(f"| {recipe.name} | {_verdict(row)} | {todos} | {reason} | {evaluated} |")
     todo_lines = ["| rule | TODO | lines | programs |", "|---|---|---|---|"]
     todo_lines += [f"| {rule} | {_cell(text)} | {n} | {', '.join(names)} |"
                    for rule, text, n, names in todo_summary(results)]

@@ -46,12 +46,19 @@ class Recipe(NamedTuple):
     # the migrated run must repeat (every number in each matched text, in order); empty: the
     # TPUEstimator lines of NUMBERS below.
     numbers: Tuple[str, ...] = ()
+    # --mode estimator-tf2's evaluation of one checkpoint: flags the reference run gets to
+    # evaluate its final checkpoint (``eval_args``), and the flags of a second migrated run that
+    # only evaluates a copy of that model_dir (``eval_only_args``). Training draws dropout masks
+    # and shuffles that no two programs draw alike; an evaluation of the same weights does not.
+    eval_args: Tuple[str, ...] = ()
+    eval_only_args: Tuple[str, ...] = ()
 
 
 # The lines TPUEstimator prints and the TF 2 driver (tpu_estimator_tf2.py) prints the same way:
 # the training loss each loop, the final loss, and the evaluation's metrics.
 NUMBERS = (r"\bloss = [-+.\deEna]+, step = \d+", r"Loss for final step: [-+.\deEna]+",
            r"Saving dict for global step \d+: .*")
+EVAL_NUMBERS = (r"Saving dict for global step \d+: .*",)
 
 
 # Pinned commits (all present in the fetched snapshots).
@@ -214,6 +221,9 @@ RECIPES = [
               "--num_warmup_steps=1", "--iterations_per_loop=1", "--save_checkpoints_steps=2",
               "--use_tpu=True", "--num_tpu_cores=8"),
         data_gen=("bert_pretraining", "seq=128", "preds=20", "vocab=100", "n=64"),
+        eval_args=("--do_eval=True", "--max_eval_steps=2", "--eval_batch_size=16"),
+        eval_only_args=("--do_train=False", "--do_eval=True", "--max_eval_steps=2",
+                        "--eval_batch_size=16"),
         data="64 random pre-training examples (seq 128) and a 2-layer, 32-wide bert_config.json",
         expect=r"Saving checkpoints for 2 into",
         survey="find_files: at least 449 indexed repositories hold a `run_pretraining.py` (the name BERT, "

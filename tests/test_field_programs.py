@@ -406,12 +406,15 @@ def test_the_estimator_tf2_section_counts_passes_over_the_tpuestimator_recipes(t
     (tmp_path / "migration.md").write_text("# Migrating\n")
     monkeypatch.setattr(fp, "MIGRATION_DOC", tmp_path / "migration.md")
     monkeypatch.setattr(fp, "FIELD_DOC", tmp_path / "field.md")
-    recipes = [_recipe(name="a"), _recipe(name="b"), _recipe(name="c"),
+    recipes = [_recipe(name="a"), _recipe(name="b"), _recipe(name="c"), _recipe(name="d"),
                _recipe(name="fit", kind="Keras fit")]
     todo = {"file": "a.py", "line": 1, "rule": "TPC070", "text": "predict is not migrated"}
     results = [dict(_row("a", fp.TF2_MODE, True, todos=0), todo_list=[]),
                dict(_row("b", fp.TF2_MODE, False, 9.0, "numbers differ: number 1", todos=1),
                     todo_list=[todo]),
+               dict(_row("d", fp.TF2_MODE, False, 9.0, "numbers differ: number 2", todos=0),
+                    todo_list=[], eval_of_reference_checkpoint={
+                        "passed": True, "reason": "", "numbers_compared": 4}),
                dict(_row("c", fp.TF2_MODE, False, None, "upgraded only, not run", todos=1),
                     todo_list=[todo])]
     fp.write_docs(recipes, results)
@@ -419,8 +422,9 @@ def test_the_estimator_tf2_section_counts_passes_over_the_tpuestimator_recipes(t
     text = (tmp_path / "migration.md").read_text()
     assert text.count(fp.TF2_BEGIN) == 1
     section = text[text.index(fp.TF2_BEGIN):]
-    assert "**1 of 3** pass (2 run;" in section
-    assert "| b | fail (9 s, 1 TODO) | 1 | numbers differ: number 1 |" in section
+    assert "**1 of 4** pass (3 run;" in section
+    assert "| d | fail (9 s, 0 TODO) | 0 | numbers differ: number 2 | same metrics (4 numbers) |" in section
+    assert "| b | fail (9 s, 1 TODO) | 1 | numbers differ: number 1 |  |" in section
     assert "| TPC070 | predict is not migrated | 2 | b, c |" in section
     assert "| fit |" not in section
 
