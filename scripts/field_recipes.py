@@ -236,6 +236,7 @@ RECIPES = [
               "--max_seq_length=32", "--train_batch_size=16", "--eval_batch_size=8", "--num_train_epochs=0.5",
               "--output_dir={model_dir}", "--use_tpu=True", "--num_tpu_cores=8", "--iterations_per_loop=1"),
         data_gen=("bert_pretraining", "seq=32", "vocab=100", "n=1", "tsv=1"),
+        eval_only_args=("--do_train=False",),
         data="an MRPC-shaped train/dev TSV of random words, vocab.txt and a tiny bert_config.json",
         expect=r"eval_accuracy = ",
         survey="find_files: at least 1256 indexed repositories hold a `run_classifier.py` (BERT's fine-tuning "
