@@ -924,6 +924,8 @@ def render_estimator_tf2_section(recipes, results):
         else:
             evaluated = _cell(evaluated["reason"])
         lines.append(f"| {recipe.name} | {_verdict(row)} | {todos} | {reason} | {evaluated} |")
+    notes = "\n".join(f"- **{name}**: {note}" for name, note in getattr(field_recipes, "TF2_NOTES", {}).items())
+    notes = "What stops each program that ran, analysed:\n\n" + notes if notes else ""
     todo_lines = ["| rule | TODO | lines | programs |", "|---|---|---|---|"]
     todo_lines += [f"| {rule} | {_cell(text)} | {n} | {', '.join(names)} |"
                    for rule, text, n, names in todo_summary(results)]
@@ -931,8 +933,9 @@ def render_estimator_tf2_section(recipes, results):
 ### Field programs migrated to TF 2 (`--estimator-to-tf2`)
 
 The field runner's TPUEstimator programs (`python scripts/field_programs.py run --mode
-{TF2_MODE}`): `tpu-compat upgrade --estimator-to-tf2 --in-place` over the program's tree, then
-`tpu-compat run [--tf1] --warnings error --strict on` with the program's own flags, and its
+{TF2_MODE}`): `tpu-compat upgrade --estimator-to-tf2 [--tf1] --in-place` over the program's own
+files (the program and the modules of its tree it imports; `--tf1` for a program its recipe runs
+with `--tf1`), then `tpu-compat run --warnings error --strict on` with the program's own flags, and its
 printed losses and eval metrics compared with a run of the unchanged program (`tpu-compat run`),
 the migrated run starting from that run's step-0 checkpoint (`model.ckpt-0`: the same initial
 weights, which also shows it restores the legacy model_dir); tolerance rtol 1e-4, atol 1e-6, as
@@ -942,7 +945,9 @@ run's numbers.
 
 {chr(10).join(lines)}
 
-Every TODO `upgrade --estimator-to-tf2` leaves in these trees, by rule (a TODO line is one
+{notes}
+
+Every TODO `upgrade --estimator-to-tf2` leaves in these programs, by rule (a TODO line is one
 `# TODO(tpu_compat)` comment; the same reason on several lines is counted once per line):
 
 {chr(10).join(todo_lines)}
