@@ -343,7 +343,8 @@ def test_tf1_makes_a_tf1_programs_import_compat_v1_so_it_runs_without_tf1(tmp_pa
                        "flags = tf.flags\n"
                        "e = tf.contrib.tpu.TPUEstimator(model_fn=f, use_tpu=True)\n")
     (tmp_path / "modeling.py").write_text("import os\nimport tensorflow as tf\n"
-                                          "def f():\n  import tensorflow as tf\n")
+                                          "def f():\n  import tensorflow as tf\n"
+                                          "  h = x.shape[-1].value + y.get_shape()[1].value\n")
     assert run_cli("upgrade", "--tf1", "--in-place", "--force", str(program)).returncode == 2
     result = run_cli("upgrade", "--estimator-to-tf2", "--tf1", "--in-place", "--force",
                      str(program), str(tmp_path / "modeling.py"))
@@ -353,7 +354,8 @@ def test_tf1_makes_a_tf1_programs_import_compat_v1_so_it_runs_without_tf1(tmp_pa
     assert "tpu_estimator_tf2.TPUStrategyEstimator(model_fn=f" in text
     assert (tmp_path / "modeling.py").read_text() == (
         "import os\nimport tensorflow.compat.v1 as tf\n"
-        "def f():\n  import tensorflow.compat.v1 as tf\n")
+        "def f():\n  import tensorflow.compat.v1 as tf\n"
+        "  h = x.shape[-1] + y.get_shape()[1]\n")   # BERT's run_classifier.py:593
     assert not (tmp_path / "tpu_estimator_tf2.py").read_bytes() == b""
 
 

@@ -294,6 +294,17 @@ def tf1_imports(text):
                            + (f"  {m.group(3)}" if m.group(3) else ""), text), lines
 
 
+# `x.shape[-1].value`, `x.get_shape()[1].value`: a TF 1 Dimension's value, which under
+# TF 2 behaviour (the driver's) is the int (or None) the index already gives.
+_DIMENSION_VALUE = re.compile(r"(\.(?:shape|get_shape\(\))\[[^\[\]\n]+\])\.value\b")
+
+
+def dimension_values(text):
+    """(text, [line numbers]): each ``.shape[i].value`` made ``.shape[i]`` (``--tf1``)."""
+    lines = [text.count("\n", 0, m.start()) + 1 for m in _DIMENSION_VALUE.finditer(text)]
+    return _DIMENSION_VALUE.sub(r"\1", text), lines
+
+
 def upgrade_file(path, max_bytes=None, helper=False, tf1=False):
     """``upgrade.upgrade_file`` with the TPUEstimator migration first."""
     try:
@@ -322,11 +333,14 @@ def upgrade_bytes(path, raw, max_bytes=None, helper=False, tf1=False):
         return None
     # After the renames, which go by the names the program's TF 1 import gave.
     text, imports = tf1_imports(migrated.text) if tf1 else (migrated.text, [])
-    if not migrated.changed and not imports:
+    text, values = dimension_values(text) if tf1 else (text, [])
+    if not migrated.changed and not imports and not values:
         return None
     outcomes = [upgrade.Outcome(scan.Finding(path, line, 1, "TPC070", scan.HIGH), upgrade.REWRITTEN,
-                                "--estimator-to-tf2 --tf1: import tensorflow.compat.v1 as tf", "")
-                for line in imports]
+                                f"--estimator-to-tf2 --tf1: {what}", "")
+                for lines, what in ((imports, "import tensorflow.compat.v1 as tf"),
+                                    (values, "a shape index is its int, no .value"))
+                for line in lines]
     outcomes += [upgrade.Outcome(scan.Finding(path, note.line, note.column, note.rule, scan.HIGH),
                         upgrade.TODO if note.todo else upgrade.REWRITTEN,
                         note.todo or "--estimator-to-tf2: the TF 2 driver's name",
