@@ -610,7 +610,8 @@ def run_estimator_tf2(recipe, mirror, workdir, tpu_compat, site=()):
         row["reference"] = {key: reference.get(key) for key in ("passed", "seconds", "reason", "log")}
         return row
     step_zero = next(model_dir.rglob(STEP_ZERO + ".index")).parent
-    row = run_one(recipe, TF2_MODE, mirror, workdir, tpu_compat, site, start_from=(step_zero, False))
+    row = run_one(recipe._replace(args=recipe.args + recipe.eval_args), TF2_MODE, mirror, workdir,
+                  tpu_compat, site, start_from=(step_zero, False))
     row["reference"] = {key: reference.get(key) for key in ("passed", "seconds", "reason", "log")}
     row = judge_numbers(recipe, row, reference)
     if recipe.eval_only_args and row.get("log"):
