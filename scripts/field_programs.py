@@ -617,8 +617,9 @@ def run_estimator_tf2(recipe, mirror, workdir, tpu_compat, site=()):
     if recipe.eval_only_args and row.get("log"):
         # The reference's final checkpoint evaluated by the migrated program (a copy of its
         # model_dir): the same weights, so the same metrics.
-        evaluated = run_one(recipe._replace(args=recipe.args + recipe.eval_only_args), TF2_MODE, mirror,
-                            workdir, tpu_compat, site, start_from=(step_zero, True))
+        # Its criterion is the evaluation's line (judge_numbers), not the training's success line.
+        evaluated = run_one(recipe._replace(args=recipe.args + recipe.eval_only_args, expect=None),
+                            TF2_MODE, mirror, workdir, tpu_compat, site, start_from=(model_dir, True))
         evaluated = judge_numbers(recipe._replace(numbers=field_recipes.EVAL_NUMBERS), evaluated, reference)
         row["eval_of_reference_checkpoint"] = {
             "passed": evaluated["passed"], "reason": evaluated["reason"], "log": evaluated.get("log"),
