@@ -422,7 +422,7 @@ def test_the_estimator_tf2_section_counts_passes_over_the_tpuestimator_recipes(t
     text = (tmp_path / "migration.md").read_text()
     assert text.count(fp.TF2_BEGIN) == 1
     section = text[text.index(fp.TF2_BEGIN):]
-    assert "**1 of 4** pass (3 run;" in section
+    assert "**1 of 4** pass (3 run;" in section and "**1 of 4** run strict and, evaluating" in section
     assert "| d | fail (9 s, 0 TODO) | 0 | numbers differ: number 2 | same metrics (4 numbers) |" in section
     assert "| b | fail (9 s, 1 TODO) | 1 | numbers differ: number 1 |  |" in section
     assert "| TPC070 | predict is not migrated | 2 | b, c |" in section
