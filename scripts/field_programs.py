@@ -912,7 +912,7 @@ def render_estimator_tf2_section(recipes, results):
     chosen = estimator_recipes(recipes)
     passed, ran, total = summary(chosen, results, TF2_MODE)
     by_key = {(r["name"], r["mode"]): r for r in results}
-    evaluated = sum(1 for r in chosen if ((by_key.get((r.name, TF2_MODE)) or {}).get(
+    same_eval = sum(1 for r in chosen if ((by_key.get((r.name, TF2_MODE)) or {}).get(
         "eval_of_reference_checkpoint") or {}).get("passed"))
     lines = ["| program | migrated to TF 2, strict, same numbers | TODO left | reason | "
              "the legacy checkpoint evaluated by the migrated program |", "|---|---|---|---|---|"]
@@ -946,7 +946,7 @@ weights, which also shows it restores the legacy model_dir); tolerance rtol 1e-4
 `verify`. A program passes only when the migrated run passes strict and prints the unchanged
 run's numbers.
 **{passed} of {total}** pass ({ran} run; the rest were upgraded only, their TODOs counted).
-**{evaluated} of {total}** run strict and, evaluating the legacy run's final checkpoint, print the
+**{same_eval} of {total}** run strict and, evaluating the legacy run's final checkpoint, print the
 legacy evaluation's metrics (the last column; recipes with `eval_only_args`).
 
 {chr(10).join(lines)}
