@@ -308,3 +308,141 @@ def test_each_unchanged_failure_is_listed_with_its_reason_or_as_not_analysed():
     assert fp.render_failures(recipes, results[:1], {}) == "None: every program that ran passed."
     assert fp.render_failures(recipes, results, {"d": "needs keras_to_tpu_model's rewrite"}, "migrated") \
         == "- **d** (E): needs keras_to_tpu_model's rewrite"
+
+
+# -- issue 36: --mode estimator-tf2 ------------------------------------------------------------
+
+_TPUESTIMATOR_LOG = """I1129 loss = 2.302585, step = 2
+W1129 unrelated 3.5
+I1129 Loss for final step: 2.25.
+I1129 Saving dict for global step 4: accuracy = 0.125, global_step = 4, loss = 2.2
+"""
+
+
+def test_printed_numbers_are_the_recipe_lines_numbers_labelled_by_their_line():
+    twice = "".join(f"INFO:tensorflow:{line.split(' ', 1)[1]}\n{line}\n"
+                    for line in _TPUESTIMATOR_LOG.splitlines())
+    found = fp.printed_numbers(twice, fr.NUMBERS)     # TF 1's logger and absl: one record
+    assert found == fp.printed_numbers(_TPUESTIMATOR_LOG, fr.NUMBERS)
+    assert [value for _, value in found] == [2.302585, 2, 2.25, 4, 0.125, 4, 2.2]
+    assert found[0][0] == "loss = #, step = #"
+    assert found[3][0] == "Saving dict for global step #: accuracy = #, global_step = #, loss = #"
+
+
+def test_compare_numbers_uses_verifys_tolerance_and_names_the_first_difference():
+    reference = fp.printed_numbers(_TPUESTIMATOR_LOG, fr.NUMBERS)
+    assert fp.compare_numbers(reference, reference) is None
+    close = fp.printed_numbers(_TPUESTIMATOR_LOG.replace("2.302585", "2.30260"), fr.NUMBERS)
+    assert fp.compare_numbers(reference, close) is None           # within rtol 1e-4
+    off = fp.printed_numbers(_TPUESTIMATOR_LOG.replace("0.125", "0.25"), fr.NUMBERS)
+    assert fp.compare_numbers(reference, off) == (
+        "number 5 of `Saving dict for global step #: accuracy = #, global_step = #, loss = #`: "
+        "unchanged 0.125, migrated 0.25")
+    assert "7 numbers in the unchanged run, 3" in fp.compare_numbers(reference, reference[:3])
+    assert fp.compare_numbers([], []) == "the unchanged run printed none of the recipe's numbers"
+    nan = [("loss = #", float("nan"))]
+    assert fp.compare_numbers(nan, nan) is None
+
+
+def test_judge_numbers_passes_only_a_strict_run_with_the_references_numbers(tmp_path):
+    recipe = _recipe()
+    (tmp_path / "ref.log").write_text(_TPUESTIMATOR_LOG)
+    (tmp_path / "same.log").write_text(_TPUESTIMATOR_LOG)
+    (tmp_path / "off.log").write_text(_TPUESTIMATOR_LOG.replace("2.25", "2.5"))
+    reference = {"passed": True, "reason": "", "log": str(tmp_path / "ref.log")}
+    same = fp.judge_numbers(recipe, {"passed": True, "reason": "", "log": str(tmp_path / "same.log")},
+                            reference)
+    assert same["passed"] and same["numbers_compared"] == 7
+    off = fp.judge_numbers(recipe, {"passed": True, "reason": "", "log": str(tmp_path / "off.log")},
+                           reference)
+    assert not off["passed"] and off["reason"].startswith("numbers differ: number 3 of ")
+    failed = {"passed": False, "reason": "ValueError: x [a.py:1]", "log": str(tmp_path / "same.log")}
+    assert fp.judge_numbers(recipe, dict(failed), reference)["reason"] == failed["reason"]
+    no_reference = fp.judge_numbers(recipe, {"passed": True, "reason": "", "log": "x"},
+                                    {"passed": False, "reason": "timeout after 9 s", "log": None})
+    assert not no_reference["passed"]
+    assert no_reference["reason"] == "no reference: the unchanged run failed (timeout after 9 s)"
+
+
+def test_the_estimator_tf2_upgrade_adds_the_flag_and_takes_the_programs_files():
+    argv = fp.upgrade_argv(["tc"], fp.TF2_MODE, "r.json", "a.py", "b/c.py")
+    assert argv == ["tc", "upgrade", "--estimator-to-tf2", "--in-place", "--force", "--report",
+                    "r.json", "a.py", "b/c.py"]
+    assert "--estimator-to-tf2" not in fp.upgrade_argv(["tc"], "migrated", "r.json", "t")
+    assert fp.upgrade_argv(["tc"], fp.TF2_MODE, "r.json", "a.py", tf1=True)[2:4] == [
+        "--estimator-to-tf2", "--tf1"]
+    assert "--tf1" not in fp.upgrade_argv(["tc"], "migrated", "r.json", "t", tf1=True)
+
+
+def test_program_files_follow_the_programs_imports_inside_the_tree_only(tmp_path):
+    (tmp_path / "models" / "official" / "resnet").mkdir(parents=True)
+    (tmp_path / "models" / "official" / "other").mkdir(parents=True)
+    (tmp_path / "models" / "common").mkdir()
+    main = tmp_path / "models" / "official" / "resnet" / "main.py"
+    main.write_text("import tensorflow as tf\nimport resnet_model\n"
+                    "from official.resnet import lars_util\nfrom common import inference_warmup\n")
+    (main.parent / "resnet_model.py").write_text("from . import helpers\n")
+    (main.parent / "helpers.py").write_text("x = 1\n")
+    (main.parent / "lars_util.py").write_text("import absl\n")
+    (tmp_path / "models" / "common" / "inference_warmup.py").write_text("")
+    (tmp_path / "models" / "official" / "other" / "unrelated.py").write_text("")
+    files = fp.program_files(tmp_path, main, roots=("models",))
+    assert [str(f.relative_to(tmp_path)) for f in files] == [
+        "models/common/inference_warmup.py", "models/official/resnet/helpers.py",
+        "models/official/resnet/lars_util.py", "models/official/resnet/main.py",
+        "models/official/resnet/resnet_model.py"]
+
+
+def test_list_todos_and_the_summary_by_rule(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n    # TODO(tpu_compat): TPC071 host_call is not migrated: why\n"
+                                   "# TODO(tpu_compat): TPC070 predict is not migrated\n")
+    todos = fp.list_todos(tmp_path)
+    assert todos == [
+        {"file": "a.py", "line": 2, "rule": "TPC071", "text": "host_call is not migrated: why"},
+        {"file": "a.py", "line": 3, "rule": "TPC070", "text": "predict is not migrated"}]
+    results = [{"name": "p", "mode": fp.TF2_MODE, "todo_list": todos},
+               {"name": "q", "mode": fp.TF2_MODE, "todo_list": todos[:1]},
+               {"name": "q", "mode": "migrated", "todo_list": todos}]
+    assert fp.todo_summary(results) == [
+        ("TPC071", "host_call is not migrated: why", 2, ["p", "q"]),
+        ("TPC070", "predict is not migrated", 1, ["p"])]
+
+
+def test_the_estimator_tf2_section_counts_passes_over_the_tpuestimator_recipes(tmp_path, monkeypatch):
+    (tmp_path / "migration.md").write_text("# Migrating\n")
+    monkeypatch.setattr(fp, "MIGRATION_DOC", tmp_path / "migration.md")
+    monkeypatch.setattr(fp, "FIELD_DOC", tmp_path / "field.md")
+    recipes = [_recipe(name="a"), _recipe(name="b"), _recipe(name="c"), _recipe(name="d"),
+               _recipe(name="fit", kind="Keras fit")]
+    todo = {"file": "a.py", "line": 1, "rule": "TPC070", "text": "predict is not migrated"}
+    results = [dict(_row("a", fp.TF2_MODE, True, todos=0), todo_list=[]),
+               dict(_row("b", fp.TF2_MODE, False, 9.0, "numbers differ: number 1", todos=1),
+                    todo_list=[todo]),
+               dict(_row("d", fp.TF2_MODE, False, 9.0, "numbers differ: number 2", todos=0),
+                    todo_list=[], eval_of_reference_checkpoint={
+                        "passed": True, "reason": "", "numbers_compared": 4}),
+               dict(_row("c", fp.TF2_MODE, False, None, "upgraded only, not run", todos=1),
+                    todo_list=[todo])]
+    fp.write_docs(recipes, results)
+    fp.write_docs(recipes, results)
+    text = (tmp_path / "migration.md").read_text()
+    assert text.count(fp.TF2_BEGIN) == 1
+    section = text[text.index(fp.TF2_BEGIN):]
+    assert "**1 of 4** pass (3 run;" in section and "**1 of 4** run strict and, evaluating" in section
+    assert "| d | fail (9 s, 0 TODO) | 0 | numbers differ: number 2 | same metrics (4 numbers) |" in section
+    assert "| b | fail (9 s, 1 TODO) | 1 | numbers differ: number 1 |  |" in section
+    assert "| TPC070 | predict is not migrated | 2 | b, c |" in section
+    assert "| fit |" not in section
+
+
+def test_the_migrated_run_starts_from_the_references_step_zero_checkpoint_only(tmp_path):
+    source = tmp_path / "reference"
+    source.mkdir()
+    for name in ("model.ckpt-0.index", "model.ckpt-0.data-00000-of-00001", "model.ckpt-4.index",
+                 "graph.pbtxt", "checkpoint"):
+        (source / name).write_text(name)
+    fp.step_zero_model_dir(source, tmp_path / "migrated")
+    assert sorted(p.name for p in (tmp_path / "migrated").iterdir()) == [
+        "checkpoint", "model.ckpt-0.data-00000-of-00001", "model.ckpt-0.index"]
+    assert (tmp_path / "migrated" / "checkpoint").read_text().startswith(
+        'model_checkpoint_path: "model.ckpt-0"\n')

@@ -299,3 +299,115 @@ def test_bert_style_program_one_replica(bert_program):
     flags = ("--iterations_per_loop=3", "--num_train_steps=6", "--num_warmup_steps=2")
     _assert_bert_same(_run_bert(legacy, root / "l1", 1, init, *flags),
                       _run_bert(migrated, root / "m1", 1, init, *flags, strict=True))
+
+
+# -- a TPUEstimator program's own modules (issue 36, the field programs) --------------------
+
+OPTIMIZATION = ("import tensorflow as tf\n"
+                "def create_optimizer(loss, use_tpu):\n"
+                "  optimizer = tf.train.AdamOptimizer(0.1)\n"
+                "  if use_tpu:\n"
+                "    optimizer = tf.compat.v1.tpu.CrossShardOptimizer(optimizer)\n"
+                "  return optimizer.minimize(loss)\n")
+OPTIMIZATION_TF2 = OPTIMIZATION.replace(
+    "import tensorflow as tf\n", "import tensorflow as tf\nimport tpu_estimator_tf2\n").replace(
+    "tf.compat.v1.tpu.CrossShardOptimizer", "tpu_estimator_tf2.CrossReplicaOptimizer")
+
+
+def test_a_module_of_a_tpu_estimator_program_gets_the_drivers_names():
+    """BERT's optimization.py wraps its optimizer in CrossShardOptimizer for
+    run_pretraining.py's model_fn: alone it is left alone, as a helper of the program
+    its CrossShardOptimizer becomes the driver's (before: a TPC043 TODO, and the strict
+    run stopped at the deprecated name)."""
+    assert to_tf2.migrate_text(OPTIMIZATION).notes == []
+    migrated = to_tf2.migrate_text(OPTIMIZATION, helper=True)
+    assert migrated.text == OPTIMIZATION_TF2
+    assert [(n.rule, n.todo) for n in migrated.notes] == [("TPC043", "")]
+    assert to_tf2.migrate_text(OPTIMIZATION_TF2, helper=True).notes == []
+
+
+def test_upgrade_migrates_the_programs_modules_when_it_holds_the_program(tmp_path):
+    """`upgrade --estimator-to-tf2` of the program and its module: both get the driver's
+    names (and the module the driver beside it); the module alone stays the ordinary upgrade's."""
+    program = tmp_path / "run_pretraining.py"
+    program.write_text(V1 + "import optimization\n"
+                       "e = tf.estimator.tpu.TPUEstimator(model_fn=f, use_tpu=True)\n")
+    (tmp_path / "optimization.py").write_text(OPTIMIZATION)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "optimization.py").write_text(OPTIMIZATION)
+    result = run_cli("upgrade", "--estimator-to-tf2", "--in-place", "--force", str(alone))
+    assert result.returncode == 0, result.stderr
+    assert "tpu_estimator_tf2" not in (alone / "optimization.py").read_text()
+    result = run_cli("upgrade", "--estimator-to-tf2", "--in-place", "--force",
+                     str(program), str(tmp_path / "optimization.py"))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "optimization.py").read_text() == OPTIMIZATION_TF2
+    assert "tpu_estimator_tf2.TPUStrategyEstimator(" in program.read_text()
+    assert (tmp_path / "tpu_estimator_tf2.py").read_bytes() == to_tf2.driver_source()
+
+
+def test_tf1_makes_a_tf1_programs_import_compat_v1_so_it_runs_without_tf1(tmp_path):
+    """A TF 1.x program (BERT: `import tensorflow as tf`, tf.flags, tf.train.Optimizer)
+    ran with `tpu-compat run --tf1`, which turns TF 2 behaviour off for the process and
+    with it the driver's tf.function loop. `--estimator-to-tf2 --tf1` makes its imports
+    compat.v1 (before: the strict run needed --tf1 and the driver could not run)."""
+    program = tmp_path / "run_pretraining.py"
+    program.write_text("import tensorflow as tf  # TF 1.15\nimport modeling\n"
+                       "flags = tf.flags\n"
+                       "e = tf.contrib.tpu.TPUEstimator(model_fn=f, use_tpu=True)\n")
+    (tmp_path / "modeling.py").write_text("import os\nimport tensorflow as tf\n"
+                                          "def f():\n  import tensorflow as tf\n"
+                                          "  h = x.shape[-1].value + y.get_shape()[1].value\n")
+    assert run_cli("upgrade", "--tf1", "--in-place", "--force", str(program)).returncode == 2
+    result = run_cli("upgrade", "--estimator-to-tf2", "--tf1", "--in-place", "--force",
+                     str(program), str(tmp_path / "modeling.py"))
+    assert result.returncode == 0, result.stderr
+    text = program.read_text()
+    assert text.startswith("import tensorflow.compat.v1 as tf  # TF 1.15\n")
+    assert "tpu_estimator_tf2.TPUStrategyEstimator(model_fn=f" in text
+    assert (tmp_path / "modeling.py").read_text() == (
+        "import os\nimport tensorflow.compat.v1 as tf\n"
+        "def f():\n  import tensorflow.compat.v1 as tf\n"
+        "  h = x.shape[-1] + y.get_shape()[1]\n")   # BERT's run_classifier.py:593
+    assert not (tmp_path / "tpu_estimator_tf2.py").read_bytes() == b""
+
+
+LAYER_NORM = ("import tensorflow as tf\n"
+              "def layer_norm(x, name=None):\n"
+              "  return tf.contrib.layers.layer_norm(\n"
+              "      inputs=x, begin_norm_axis=-1, begin_params_axis=-1, scope=name)\n")
+
+
+def test_contrib_layer_norm_in_a_programs_module_becomes_the_drivers():
+    """BERT's modeling.py: tf.contrib.layers.layer_norm was a TPC067 TODO (Keras'
+    LayerNormalization names its variables otherwise), and the strict run stopped at
+    the contrib name; the driver's keeps LayerNorm/beta and gamma."""
+    migrated = to_tf2.migrate_text(LAYER_NORM, helper=True)
+    assert migrated.text == LAYER_NORM.replace(
+        "import tensorflow as tf\n", "import tensorflow as tf\nimport tpu_estimator_tf2\n").replace(
+        "tf.contrib.layers.layer_norm(", "tpu_estimator_tf2.layer_norm(")
+    assert [(n.rule, n.todo) for n in migrated.notes] == [("TPC067", "")]
+
+
+@pytest.mark.requires_tf
+def test_the_drivers_layer_norm_is_contribs():
+    """Same variables (names, shapes) and outputs as tf.contrib.layers.layer_norm as
+    tpu_compat serves it (TF 1.15's), on the same inputs and parameters."""
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tpu_compat.contrib import _layers  # pylint: disable=import-outside-toplevel
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    x = np.random.RandomState(3).normal(2.0, 3.0, [4, 5, 6]).astype(np.float32)
+    results = []
+    for layer_norm in (_layers.layer_norm, estimator_tf2.layer_norm):
+        with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+            out = layer_norm(tf.constant(x), begin_norm_axis=-1, begin_params_axis=-1,
+                             scope="encoder/LayerNorm")
+            variables = tf.compat.v1.global_variables()
+            session.run(tf.compat.v1.global_variables_initializer())
+            session.run([v.assign(v + 0.25 * (i + 1)) for i, v in enumerate(variables)])
+            results.append(([(v.name, v.shape.as_list()) for v in variables], session.run(out)))
+    assert results[0][0] == results[1][0] == [("encoder/LayerNorm/beta:0", [6]),
+                                              ("encoder/LayerNorm/gamma:0", [6])]
+    np.testing.assert_array_equal(results[0][1], results[1][1])

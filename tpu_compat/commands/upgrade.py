@@ -51,6 +51,11 @@ def register(subparsers):
         help="migrate TPUEstimator programs to TF 2: write tpu_estimator_tf2.py (a "
              "TPUStrategy driver with TPUEstimator's interface) beside each and point "
              "its TPUEstimator names there (docs/migration.md)")
+    upgrade_parser.add_argument(
+        "--tf1", action="store_true",
+        help="with --estimator-to-tf2: the program is TF 1.x code (it ran with "
+             "`tpu-compat run --tf1`): its `import tensorflow as tf` becomes "
+             "`import tensorflow.compat.v1 as tf`, so it runs without --tf1")
     add_common_arguments(upgrade_parser)
     upgrade_parser.set_defaults(handler=run_upgrade)
 
@@ -64,6 +69,8 @@ def _check_upgrade_arguments(args):
                          "or --diff")
     if args.backup_suffix is not None and not args.in_place:
         raise UsageError("tpu-compat upgrade: error: --backup-suffix needs --in-place")
+    if args.tf1 and not args.estimator_to_tf2:
+        raise UsageError("tpu-compat upgrade: error: --tf1 needs --estimator-to-tf2")
     if args.backup_suffix is not None and not args.backup_suffix:
         raise UsageError("tpu-compat upgrade: error: --backup-suffix must not be empty")
     if args.force and not args.in_place:
@@ -236,7 +243,9 @@ def _upgrade_one(upgrade_module, args, path, max_bytes):
     if args.estimator_to_tf2:
         # pylint: disable-next=import-outside-toplevel
         from tpu_compat.migrate.estimator import to_tf2
-        result = to_tf2.upgrade_file(path, max_bytes)
+        result = to_tf2.upgrade_file(path, max_bytes,
+                                     helper=getattr(args, "tpu_estimator_program", False),
+                                     tf1=getattr(args, "tf1", False))
     else:
         result = upgrade_module.upgrade_file(path, max_bytes)
     if args.in_place and result.changed:
@@ -245,6 +254,20 @@ def _upgrade_one(upgrade_module, args, path, max_bytes):
             return upgrade_module.FileUpgrade(path, result.original, None, [],
                                               scan.FileError(path, problem))
     return result
+
+
+def _builds_an_estimator(files):
+    """Whether one of ``files`` builds a TPUEstimator: then the others are its modules
+    (--estimator-to-tf2 points their CrossShardOptimizer, ModeKeys... at the driver too)."""
+    # pylint: disable-next=import-outside-toplevel
+    from tpu_compat.migrate.estimator import to_tf2
+    for path in files:
+        try:
+            if to_tf2.constructs_tpu_estimator(sources.read_bytes(path)):
+                return True
+        except sources.SourceError:
+            continue
+    return False
 
 
 def _stale_temp_files(args, files, outputs):
@@ -325,6 +348,7 @@ def run_upgrade(args):
     if args.output and not args.diff:
         _check_outputs_differ(outputs)
     _stale_temp_files(args, files, outputs)
+    args.tpu_estimator_program = args.estimator_to_tf2 and _builds_an_estimator(files)
     upgrades = (_upgrade_one(upgrade_module, args, path, max_bytes) for path in files)
     if args.in_place and not args.backup_suffix and not args.force:
         # git is the way back: a changed file it cannot restore stops the run

@@ -44,7 +44,8 @@ import tensorflow as tf
 from absl import logging
 
 __all__ = ["CrossReplicaOptimizer", "InputPipelineConfig", "ModeKeys", "RunConfig",
-           "TPUConfig", "TPUEstimatorSpec", "TPUStrategyEstimator", "init_from_checkpoint"]
+           "TPUConfig", "TPUEstimatorSpec", "TPUStrategyEstimator", "init_from_checkpoint",
+           "layer_norm"]
 
 
 def _track_tf1_style_variables():
@@ -980,3 +981,35 @@ def _keeping_summary_writers(kept):
         yield
     finally:
         writer_class.__init__ = original
+
+
+def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None,
+               variables_collections=None, outputs_collections=None, trainable=True,
+               begin_norm_axis=1, begin_params_axis=-1, scope=None):
+    """``tf.contrib.layers.layer_norm`` of TF 1.15 (contrib/layers/python/layers/layers.py):
+    ``LayerNorm/beta`` and ``LayerNorm/gamma`` by get_variable, so a TPUEstimator
+    checkpoint restores (Keras' LayerNormalization names them otherwise), moments over
+    ``begin_norm_axis:`` and TF 1.15's variance epsilon 1e-12."""
+    v1 = tf.compat.v1
+    if variables_collections or outputs_collections:
+        _refuse("layer_norm collections", variables_collections or outputs_collections,
+                "TF 2 keeps no graph collections")
+    with v1.variable_scope(scope, "LayerNorm", [inputs], reuse=reuse):
+        inputs = tf.convert_to_tensor(inputs)
+        rank = inputs.shape.rank
+        norm_axis = begin_norm_axis + rank if begin_norm_axis < 0 else begin_norm_axis
+        params_axis = begin_params_axis + rank if begin_params_axis < 0 else begin_params_axis
+        if not (0 <= norm_axis < rank and 0 <= params_axis < rank):
+            raise ValueError(f"layer_norm: begin_norm_axis={begin_norm_axis} and "
+                             f"begin_params_axis={begin_params_axis} must be < rank {rank}")
+        shape = inputs.shape[params_axis:]
+        dtype = inputs.dtype.base_dtype
+        beta = v1.get_variable("beta", shape=shape, dtype=dtype, trainable=trainable,
+                               initializer=v1.zeros_initializer()) if center else None
+        gamma = v1.get_variable("gamma", shape=shape, dtype=dtype, trainable=trainable,
+                                initializer=v1.ones_initializer()) if scale else None
+        mean, variance = tf.nn.moments(inputs, list(range(norm_axis, rank)), keepdims=True)
+        outputs = tf.nn.batch_normalization(inputs, mean, variance, offset=beta, scale=gamma,
+                                            variance_epsilon=1e-12)
+        outputs.set_shape(inputs.shape)
+        return activation_fn(outputs) if activation_fn is not None else outputs

@@ -13,7 +13,13 @@ tensorflow.compat.v1 or tf.contrib)
 ``tf.estimator.tpu.{TPUEstimatorSpec, RunConfig,         ``tpu_estimator_tf2.<same name>``
 TPUConfig, InputPipelineConfig}``, ``tf.estimator.ModeKeys``
 ``tf.tpu.CrossShardOptimizer``                           ``tpu_estimator_tf2.CrossReplicaOptimizer``
+``tf.contrib.layers.layer_norm``                         ``tpu_estimator_tf2.layer_norm``
 ======================================================  ==============================
+
+A file that builds no TPUEstimator is left alone, unless the same upgrade holds
+one that does (``helper``: it is a module of that program, as BERT's
+optimization.py). ``--tf1``: a TF 1.x program's ``import tensorflow as tf``
+becomes compat.v1 (:func:`tf1_imports`).
 
 What the driver does not run the TPUEstimator way gets a ``# TODO(tpu_compat)``
 line naming it and why (the driver also refuses it at run time, by name):
@@ -25,6 +31,7 @@ the first step when ``model_dir`` holds no checkpoint.
 
 import dataclasses
 import os
+import re
 from typing import List
 
 import libcst as cst
@@ -52,6 +59,9 @@ _RENAMES.update({
     "tensorflow.tpu.CrossShardOptimizer": ("CrossReplicaOptimizer", "TPC043"),
     "tensorflow.compat.v1.tpu.CrossShardOptimizer": ("CrossReplicaOptimizer", "TPC043"),
     "tensorflow.contrib.tpu.CrossShardOptimizer": ("CrossReplicaOptimizer", "TPC054"),
+    # The driver's has contrib's variable names (LayerNorm/beta, gamma): BERT's
+    # checkpoints restore, where tf.keras.layers.LayerNormalization would not.
+    "tensorflow.contrib.layers.layer_norm": ("layer_norm", "TPC067"),
     # TF's sets a graph initializer eager variables never run; the driver's applies
     # the warm start before the first step when model_dir holds no checkpoint.
     "tensorflow.train.init_from_checkpoint": ("init_from_checkpoint", "TPC070"),
@@ -237,33 +247,76 @@ class _AddImport(cst.CSTTransformer):
         return updated.with_changes(body=body)
 
 
-def migrate_text(text: str) -> Migrated:
+# A call of TPUEstimator, by any spelling: the cheap test of "this run upgrades a
+# TPUEstimator program" (the renames themselves go by qualified names).
+_CONSTRUCTS_ESTIMATOR = re.compile(rb"\bTPUEstimator\s*\(")
+
+
+def constructs_tpu_estimator(raw: bytes) -> bool:
+    return _CONSTRUCTS_ESTIMATOR.search(raw) is not None
+
+
+def migrate_text(text: str, helper: bool = False) -> Migrated:
     """The program's text with its TPUEstimator names pointed at the driver and
-    its TODO lines added; unchanged (no notes) when it uses no TPUEstimator."""
+    its TODO lines added; unchanged (no notes) when it uses no TPUEstimator.
+
+    ``helper``: the file is a module of a TPUEstimator program (the same upgrade
+    holds the file that builds the estimator), as BERT's optimization.py, which
+    wraps the optimizer in CrossShardOptimizer for run_pretraining.py's model_fn:
+    its names are pointed at the driver too."""
     module = cst.parse_module(text)
     wrapper = metadata.MetadataWrapper(module)
     migrator = _Migrator()
     migrated = wrapper.visit(migrator)
-    if not any(note.rule == "TPC070" and not note.todo for note in migrator.notes):
+    renamed = [note for note in migrator.notes if not note.todo]
+    if not any(note.rule == "TPC070" for note in renamed) and not (helper and renamed):
         return Migrated(text, [])
     migrated = migrated.visit(_AddImport())
     return Migrated(migrated.code, sorted(migrator.notes, key=lambda n: (n.line, n.column)))
 
 
-def upgrade_file(path, max_bytes=None):
+# `import tensorflow as tf` as a whole statement line (a program of TF 1.x).
+_TF1_IMPORT = re.compile(r"^([ \t]*)import tensorflow as (\w+)[ \t]*(#.*)?$", re.M)
+
+
+def tf1_imports(text):
+    """(text, [line numbers]): each ``import tensorflow as tf`` of a TF 1.x program
+    (one ``tpu-compat run --tf1`` ran) made ``import tensorflow.compat.v1 as tf``,
+    as tf_upgrade_v2 did. The driver needs TF 2 behaviour in the process, which
+    ``--tf1`` turns off for the whole process; compat.v1 keeps the program's
+    TF 1 names (tf.flags, tf.train.Optimizer, tf.get_variable) with it on."""
+    lines = [text.count("\n", 0, m.start()) + 1 for m in _TF1_IMPORT.finditer(text)]
+    return _TF1_IMPORT.sub(lambda m: f"{m.group(1)}import tensorflow.compat.v1 as {m.group(2)}"
+                           + (f"  {m.group(3)}" if m.group(3) else ""), text), lines
+
+
+# `x.shape[-1].value`, `x.get_shape()[1].value`: a TF 1 Dimension's value, which under
+# TF 2 behaviour (the driver's) is the int (or None) the index already gives.
+_DIMENSION_VALUE = re.compile(r"(\.(?:shape|get_shape\(\))\[[^\[\]\n]+\])\.value\b")
+
+
+def dimension_values(text):
+    """(text, [line numbers]): each ``.shape[i].value`` made ``.shape[i]`` (``--tf1``)."""
+    lines = [text.count("\n", 0, m.start()) + 1 for m in _DIMENSION_VALUE.finditer(text)]
+    return _DIMENSION_VALUE.sub(r"\1", text), lines
+
+
+def upgrade_file(path, max_bytes=None, helper=False, tf1=False):
     """``upgrade.upgrade_file`` with the TPUEstimator migration first."""
     try:
         raw = sources.read_bytes(path)
     except sources.SourceError:
         return upgrade.upgrade_file(path, max_bytes)
-    return upgrade_bytes(path, raw, max_bytes) or upgrade.upgrade_bytes(path, raw, max_bytes)
+    return (upgrade_bytes(path, raw, max_bytes, helper, tf1)
+            or upgrade.upgrade_bytes(path, raw, max_bytes))
 
 
-def upgrade_bytes(path, raw, max_bytes=None):
+def upgrade_bytes(path, raw, max_bytes=None, helper=False, tf1=False):
     """--estimator-to-tf2 first (issue 36): the TPUEstimator names pointed at the
     TF 2 driver written beside the file, then the ordinary upgrade of the result.
-    None when the file uses no TPUEstimator (or cannot be read: the ordinary
-    upgrade reports that)."""
+    None when the file uses no TPUEstimator (nor, as a ``helper`` module of one,
+    its names) and ``tf1`` changes no import, or cannot be read: the ordinary
+    upgrade reports that. ``tf1``: :func:`tf1_imports` first."""
     try:
         source = sources.source_from_bytes(path, raw)
     except sources.SourceError:
@@ -271,18 +324,27 @@ def upgrade_bytes(path, raw, max_bytes=None):
     if source.notebook:
         return None
     try:
-        migrated = migrate_text(source.text)
+        migrated = migrate_text(source.text, helper)
     except (cst.ParserSyntaxError, RecursionError, ValueError):
         return None
-    if not migrated.changed:
+    # After the renames, which go by the names the program's TF 1 import gave.
+    text, imports = tf1_imports(migrated.text) if tf1 else (migrated.text, [])
+    text, values = dimension_values(text) if tf1 else (text, [])
+    if not migrated.changed and not imports and not values:
         return None
-    outcomes = [upgrade.Outcome(scan.Finding(path, note.line, note.column, note.rule, scan.HIGH),
+    outcomes = [upgrade.Outcome(scan.Finding(path, line, 1, "TPC070", scan.HIGH), upgrade.REWRITTEN,
+                                f"--estimator-to-tf2 --tf1: {what}", "")
+                for lines, what in ((imports, "import tensorflow.compat.v1 as tf"),
+                                    (values, "a shape index is its int, no .value"))
+                for line in lines]
+    outcomes += [upgrade.Outcome(scan.Finding(path, note.line, note.column, note.rule, scan.HIGH),
                         upgrade.TODO if note.todo else upgrade.REWRITTEN,
                         note.todo or "--estimator-to-tf2: the TF 2 driver's name",
                         note.todo)
-                for note in migrated.notes]
-    rest = upgrade.upgrade_bytes(path, migrated.text.encode(source.encoding), max_bytes)
+                 for note in migrated.notes]
+    rest = upgrade.upgrade_bytes(path, text.encode(source.encoding), max_bytes)
     if rest.error is not None:
         return upgrade.FileUpgrade(path, raw, None, [], rest.error)
+    companions = {DRIVER_MODULE + ".py": driver_source()} if migrated.changed else {}
     return upgrade.FileUpgrade(path, raw, rest.output, outcomes + rest.outcomes,
-                       companions={DRIVER_MODULE + ".py": driver_source()})
+                               companions=companions)
