@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import tpu_compat
-from conftest import check_ok, run_scenario
+from conftest import check_ok, parse_numbers, run_scenario
 
 pytestmark = pytest.mark.requires_tf
 
@@ -347,3 +347,14 @@ def test_doctor_reports_a_keras_choice_made_too_late(tpu8, monkeypatch):
     assert any("was set after TensorFlow was imported" in p for p in problems)
     _, problems = doctor.diagnose(environ={"TF_USE_LEGACY_KERAS": "0"})
     assert not any("TF_USE_LEGACY_KERAS" in p for p in problems)
+
+
+def test_tf115_lstm_fit_one_step_per_call_compiles_on_static_core_batches():
+    """TF 1.15 took its TPU loop for any TPU strategy in graph mode, steps_per_run=1
+    included, and built each core's model on the iterator's static shape: the LSTM's
+    gradient compiles (--fidelity tpu, run's default) and 8 cores equal one."""
+    runs = {n: parse_numbers(check_ok(run_scenario("keras_tf115_lstm.py", n, tf1=True,
+                                                   env={"TPU_COMPAT_WARNINGS": "ignore"})).stdout)
+            for n in (1, 8)}
+    assert runs[8]["core_batch"] == 2 and runs[1]["core_batch"] == 16
+    assert runs[8]["loss"] == pytest.approx(runs[1]["loss"], rel=1e-6)

@@ -24,11 +24,17 @@ __all__ = ["emulated_train_step_fn", "emulated_validation_loop",
 
 
 def multi_step_fit_loop(original, distributed_module, training_utils_v1):
-    """``training_arrays_v1.fit_loop`` that runs TF 1.15's TPU loop when asked.
+    """``training_arrays_v1.fit_loop`` that runs TF 1.15's TPU loop on the emulated TPU.
 
     tf_keras sends a distributed graph-mode ``fit`` here when it does not see
-    a TPU; for the emulated TPU with ``steps_per_run > 1`` that is the wrong
-    loop (one ``Session.run`` per step).
+    a TPU. For a TPU strategy TF 1.15 always took ``experimental_tpu_fit_loop``
+    in graph mode, one step per host call included (TF r1.15
+    tensorflow/python/keras/engine/training_distributed.py,
+    ``DistributionSingleWorkerTrainingLoop.fit``: ``if
+    dist_utils.is_tpu_strategy(...)`` and not executing eagerly). Its replica
+    model is built on the iterator's static per-replica shapes; the Mirrored
+    loop feeds placeholders of unknown batch, where an LSTM's gradient takes
+    the dynamic-shape path a TPU would not compile (``--fidelity tpu``).
     """
     signature = inspect.signature(original)
 
@@ -36,7 +42,7 @@ def multi_step_fit_loop(original, distributed_module, training_utils_v1):
     def fit_loop(model, inputs, *args, **kwargs):
         strategy = getattr(model, "_distribution_strategy", None)
         if (strategy is None or not is_emulated_v1_adapter(strategy)
-                or strategy.extended.steps_per_run <= 1 or not graph_mode()
+                or not graph_mode()
                 or not isinstance(inputs, tf.data.Dataset)):
             return original(model, inputs, *args, **kwargs)
         arguments = signature.bind(model, inputs, *args, **kwargs)
