@@ -371,9 +371,6 @@ FAILURE_NOTES = {
     "tpu-keras-mnist-contrib": ("slow, not hung: killed in epoch 13 of its 15 (the program's own "
                                 "epoch count, no flag shrinks it) at load 10; the dump has no "
                                 "program line as the main thread was in TensorFlow's C++ code."),
-    "tpu-efficientnet": ("model scale (issue 34 item 7, helper 'research' benchmarks it): killed at 600 s "
-                         "while building the 8 replicas' graph, TensorFlow's op construction, as "
-                         "profiled for tpu-mnasnet."),
     "tpu-mnasnet": ("model scale (issue 34 item 7): not finished in 1500 s at load 10. Profiled with a "
                     "stack sampler (every 0.2 s): 14.5 min to build the 8 replicas' graph, then over "
                     "10 min in session set-up and the first step; 97% of samples were in TensorFlow's "
@@ -406,50 +403,29 @@ FAILURE_NOTES = {
                               "hparams.values().iteritems() in amoeba_net_model.py:211 is Python 2 code; "
                               "TF 1.15's HParams.values() returned a plain dict as well, so under Python 3 "
                               "the program stopped there with TF 1.15 too."),
-    "simclr-tf1": ("past its LARS momentum lookup now (fixed, issue 34: tf.get_variable(param.op.name + "
-                   "'/Momentum') looked up 'base_model/conv2d/kernel/replica_1/Momentum' in replica 1, as a "
-                   "mirrored variable's copy had its own op name; in an emulated replica the op is now "
-                   "named as the variable, as the one model_fn a TPU built; "
-                   "tests/test_replica_variable_names.py runs a LARS TPUEstimator program on 8 cores). "
-                   "Re-run at 0adcd40 with 900 s at load 5 to 9: the 8 replicas' graph (LARS included) "
-                   "built, the session initialized (local_init_op done), then killed in the first "
-                   "training steps: slow at this load, no error. Re-run at `39fc52d` with 1800 s at load 7.6 to "
-                   "8.6 (2026-11-29 04:30 UTC, other sessions' tests): graph finalized at 14 min, "
-                   "local_init_op done at 19 min, the step-0 checkpoint saved at 28 min, killed 2 min "
-                   "into the first training step's session.run; 7.4 CPU minutes in 30 wall minutes, so "
-                   "starved, advancing at every phase: slow, not hung; re-run on a quiet machine."),
     "colab-fashion-mnist": ("past its distutils.version check now (fixed, issue 34); the 900 s budget ran "
                             "out in epoch 12 of 17 of cell 4's fit (1020 steps of a 3-convolution net, "
                             "about 0.8 s a step at load 10): compute, not a hang."),
     "colab-fashion-mnist-tf2": ("the same as colab-fashion-mnist: past its distutils.version check now; "
                                 "the 900 s budget ran out in epoch 11 of 17 of cell 4's fit."),
-    "simclr-tf2": ("slow, not hung (issue 34 item 3): killed at 900 s while tracing the 8-replica "
-                   "step of its tf.range loop. Run without a budget (2026-11-29, load 8-13), py-spy "
-                   "dumps changed from one to the next and the CPU time grew; 6 min in, the 8 replicas "
-                   "reached their tape.gradient (logged within 34 s), their gradients and LARS updates "
-                   "were built by 18.5 min (2.3 CPU minutes at that load), then autograph built the "
-                   "whole body a second time (TF's "
-                   "_try_handling_undefs stages a loop body whose variables, images and labels, are "
-                   "first set inside it in a temporary graph). A smaller loop of the same shape "
-                   "(scripts/tf2_loop_trace.py, 8 replicas) traced in 109 s on the emulated TPU and "
-                   "149 s on native MirroredStrategy: the time is TensorFlow's."),
 }
 
 # Why each TPUStrategy-era program that fails MIGRATED fails (docs/field.md, "Failures and
 # their reasons (migrated)"), keyed by recipe name.
 MIGRATED_NOTES = {
-    "simclr-tf2": ("killed while tracing the 8-replica TF 2 step, as its unchanged run is: slow, not "
-                   "hung; the time is TensorFlow's tracing of the loop body (see the unchanged reason)."),
     "cloudml-tpu-lstm-keras": (
         "upgrades with 0 TODOs (the keras_to_tpu_model rewrite's `if use_tpu:` form and its "
         "per-core `fit(input_fn)`), then the strict run stops at a `--fidelity tpu` error on the "
         "LSTM gradient at the program's fit line: in the emulated replica the model's inputs are "
-        "(?, 5, 3), so TF 2.21's gradient of the cell takes the dynamic-shape path. Cause (issue 35 "
-        "lead, 2026-11-29): in TF 1.x graph mode, fit on the emulated TPUStrategy with "
-        "steps_per_run=1 takes tf_keras's Mirrored loop, fed through placeholders of unknown batch; "
-        "TF 1.15 always took experimental_tpu_fit_loop for a TPU strategy, whose per-replica model "
-        "was built on the iterator's static shapes. Not fixed yet (owner: keras/graph_mode's fit "
-        "loop row). With `--fidelity cpu` it completes on 8 replicas (37 s, /tmp only)."),
+        "(?, 5, 3), so TF 2.21's gradient of the cell takes the dynamic-shape path. Cause: in TF 1.x "
+        "graph mode, Keras fit on an emulated TPU strategy with one step per host call took "
+        "tf_keras's Mirrored loop, fed through placeholders of unknown batch, where TF 1.15 (r1.15 "
+        "keras/engine/training_distributed.py) always took experimental_tpu_fit_loop for a TPU "
+        "strategy, on the iterator's static shapes. Fixed for the compat.v1 TPUStrategy (keras/"
+        "graph_mode, tests/test_keras.py's TF 1.15 LSTM); the migrated template builds the TF 2 "
+        "class (`tf.compat.v2.distribute.TPUStrategy`) in graph mode, which that loop does not take "
+        "yet (re-run at the integration of 2026-11-29 05:27 UTC: the same error). With "
+        "`--fidelity cpu` it completes on 8 replicas (37 s)."),
 }
 
 # Why each TPUEstimator program that ran in --mode estimator-tf2 (issue 36) stops or differs,
@@ -487,6 +463,17 @@ TF2_NOTES = {
 # What qualifies the latest run's numbers (load, concurrent runs, re-runs): rendered under the
 # header of docs/field.md, one bullet each.
 RUN_NOTES = (
+    "Issue 34/35's lead re-ran three rows on 2026-11-29 from 03:58 UTC, one at a time under `nice` "
+    "beside six other sessions' work (load 2 to 9): simclr-tf1 unchanged at `293d645` passed in 1188 s "
+    "(3000 s budget) after two fixes it found: tf.layers' batch-norm update ops were seen by every "
+    "later replica (replica k's train op carried replicas 0..k's as control inputs: a 927 MB "
+    "graph.pbtxt, then 313 MB), and xla.replica_id() segfaulted in TensorFlow's constant folding at "
+    "the first step (earlier runs were killed before they reached it); simclr-tf2 migrated at "
+    "`293d645` passed in 633 s (3600 s budget: its 300 s runs were cut while TensorFlow traced the "
+    "8-replica loop); simclr-tf2 unchanged at `293d645` passed in 359 s and tpu-efficientnet "
+    "unchanged at `293d645` in 1741 s (2400 s budget; its 600 s runs were cut building the graph, "
+    "which carried every later replica's batch-norm updates); cloudml-tpu-lstm-keras migrated at "
+    "the session's integration, after the graph-mode fit loop fix (still fails, see its note).",
     "The unchanged column was re-run on 2026-11-28 from 17:51 UTC, all 21 programs one at a time at "
     "`be1bd13` (main when issue 34's field session started); then, after that session's fixes, "
     "the programs they concern at `ad88739` (the Colabs: distutils.version; bert-classifier: the "
