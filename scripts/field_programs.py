@@ -575,7 +575,7 @@ def upgrade_argv(tpu_compat, mode, report, *paths, tf1=False):
     """`tpu-compat upgrade` of ``paths``: the ordinary rewrites (``migrated``), or with
     --estimator-to-tf2 first (TF2_MODE: the TPUEstimator names pointed at the TF 2 driver;
     ``tf1``, a recipe run with --tf1: its imports made compat.v1, and the run without --tf1)."""
-    extra = ["--estimator-to-tf2"] + (["--tf1"] if tf1 else []) if mode == TF2_MODE else []
+    extra = ["--estimator-to-tf2"] + (["--from-tf1"] if tf1 else []) if mode == TF2_MODE else []
     return [*tpu_compat, "upgrade", *extra, "--in-place", "--force", "--report", str(report),
             *map(str, paths)]
 
@@ -943,8 +943,8 @@ def render_estimator_tf2_section(recipes, results):
 ### Field programs migrated to TF 2 (`--estimator-to-tf2`)
 
 The field runner's TPUEstimator programs (`python scripts/field_programs.py run --mode
-{TF2_MODE}`): `tpu-compat upgrade --estimator-to-tf2 [--tf1] --in-place` over the program's own
-files (the program and the modules of its tree it imports; `--tf1` for a program its recipe runs
+{TF2_MODE}`): `tpu-compat upgrade --estimator-to-tf2 [--from-tf1] --in-place` over the program's own
+files (the program and the modules of its tree it imports; `--from-tf1` for a program its recipe runs
 with `--tf1`), then `tpu-compat run --warnings error --strict on` with the program's own flags, and its
 printed losses and eval metrics compared with a run of the unchanged program (`tpu-compat run`),
 the migrated run starting from that run's step-0 checkpoint (`model.ckpt-0`: the same initial

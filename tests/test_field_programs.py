@@ -370,8 +370,8 @@ def test_the_estimator_tf2_upgrade_adds_the_flag_and_takes_the_programs_files():
                     "r.json", "a.py", "b/c.py"]
     assert "--estimator-to-tf2" not in fp.upgrade_argv(["tc"], "migrated", "r.json", "t")
     assert fp.upgrade_argv(["tc"], fp.TF2_MODE, "r.json", "a.py", tf1=True)[2:4] == [
-        "--estimator-to-tf2", "--tf1"]
-    assert "--tf1" not in fp.upgrade_argv(["tc"], "migrated", "r.json", "t", tf1=True)
+        "--estimator-to-tf2", "--from-tf1"]
+    assert "--from-tf1" not in fp.upgrade_argv(["tc"], "migrated", "r.json", "t", tf1=True)
 
 
 def test_program_files_follow_the_programs_imports_inside_the_tree_only(tmp_path):

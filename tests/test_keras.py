@@ -326,8 +326,10 @@ def test_uninstall_restores_keras_exactly(tpu8):
 
 def test_doctor_reads_the_variable_as_tensorflow_does(monkeypatch):
     from tpu_compat.commands import doctor
-    # As before TensorFlow is imported: the choice still follows the variable.
-    monkeypatch.delattr(sys.modules["tensorflow"], "_tf_uses_legacy_keras", raising=False)
+    # As before TensorFlow is imported: the choice still follows the variable. (This
+    # process may not have imported it yet, when nothing before this test did.)
+    if "tensorflow" in sys.modules:
+        monkeypatch.delattr(sys.modules["tensorflow"], "_tf_uses_legacy_keras", raising=False)
     assert doctor.keras_flavour({"TF_USE_LEGACY_KERAS": "1"})[0] == "tf-keras (Keras 2)"
     assert doctor.keras_flavour({"TF_USE_LEGACY_KERAS": "True"})[0] == "tf-keras (Keras 2)"
     flavour, why = doctor.keras_flavour({"TF_USE_LEGACY_KERAS": "TRUE"})

@@ -350,7 +350,7 @@ def test_upgrade_migrates_the_programs_modules_when_it_holds_the_program(tmp_pat
 def test_tf1_makes_a_tf1_programs_import_compat_v1_so_it_runs_without_tf1(tmp_path):
     """A TF 1.x program (BERT: `import tensorflow as tf`, tf.flags, tf.train.Optimizer)
     ran with `tpu-compat run --tf1`, which turns TF 2 behaviour off for the process and
-    with it the driver's tf.function loop. `--estimator-to-tf2 --tf1` makes its imports
+    with it the driver's tf.function loop. `--estimator-to-tf2 --from-tf1` makes its imports
     compat.v1 (before: the strict run needed --tf1 and the driver could not run)."""
     program = tmp_path / "run_pretraining.py"
     program.write_text("import tensorflow as tf  # TF 1.15\nimport modeling\n"
@@ -359,8 +359,8 @@ def test_tf1_makes_a_tf1_programs_import_compat_v1_so_it_runs_without_tf1(tmp_pa
     (tmp_path / "modeling.py").write_text("import os\nimport tensorflow as tf\n"
                                           "def f():\n  import tensorflow as tf\n"
                                           "  h = x.shape[-1].value + y.get_shape()[1].value\n")
-    assert run_cli("upgrade", "--tf1", "--in-place", "--force", str(program)).returncode == 2
-    result = run_cli("upgrade", "--estimator-to-tf2", "--tf1", "--in-place", "--force",
+    assert run_cli("upgrade", "--from-tf1", "--in-place", "--force", str(program)).returncode == 2
+    result = run_cli("upgrade", "--estimator-to-tf2", "--from-tf1", "--in-place", "--force",
                      str(program), str(tmp_path / "modeling.py"))
     assert result.returncode == 0, result.stderr
     text = program.read_text()

@@ -52,7 +52,7 @@ def register(subparsers):
              "TPUStrategy driver with TPUEstimator's interface) beside each and point "
              "its TPUEstimator names there (docs/migration.md)")
     upgrade_parser.add_argument(
-        "--tf1", action="store_true",
+        "--from-tf1", action="store_true",
         help="with --estimator-to-tf2: the program is TF 1.x code (it ran with "
              "`tpu-compat run --tf1`): its `import tensorflow as tf` becomes "
              "`import tensorflow.compat.v1 as tf`, so it runs without --tf1")
@@ -69,8 +69,8 @@ def _check_upgrade_arguments(args):
                          "or --diff")
     if args.backup_suffix is not None and not args.in_place:
         raise UsageError("tpu-compat upgrade: error: --backup-suffix needs --in-place")
-    if args.tf1 and not args.estimator_to_tf2:
-        raise UsageError("tpu-compat upgrade: error: --tf1 needs --estimator-to-tf2")
+    if args.from_tf1 and not args.estimator_to_tf2:
+        raise UsageError("tpu-compat upgrade: error: --from-tf1 needs --estimator-to-tf2")
     if args.backup_suffix is not None and not args.backup_suffix:
         raise UsageError("tpu-compat upgrade: error: --backup-suffix must not be empty")
     if args.force and not args.in_place:
@@ -245,7 +245,7 @@ def _upgrade_one(upgrade_module, args, path, max_bytes):
         from tpu_compat.migrate.estimator import to_tf2
         result = to_tf2.upgrade_file(path, max_bytes,
                                      helper=getattr(args, "tpu_estimator_program", False),
-                                     tf1=getattr(args, "tf1", False))
+                                     tf1=getattr(args, "from_tf1", False))
     else:
         result = upgrade_module.upgrade_file(path, max_bytes)
     if args.in_place and result.changed:

@@ -47,6 +47,11 @@ def is_emulated_adapter(strategy):
             and strategy.tpu_compat_backend.emulated)
 
 
+# Set on the strategy keras_to_tpu_model (TF 1.13's keras_support) trains with:
+# keras/tpu_model.py sets it, keras/graph_mode.py reads it.
+KERAS_SUPPORT_MARK = "_tpu_compat_keras_support"
+
+
 def is_emulated_v1_adapter(strategy):
     from tpu_compat.runtime import strategy_v1  # pylint: disable=import-outside-toplevel
     return (isinstance(strategy, strategy_v1.CompatTPUStrategyV1)

@@ -16,7 +16,7 @@ import inspect
 import tensorflow as tf
 
 from tpu_compat.keras.compile import (
-    graph_mode, is_emulated_adapter, is_emulated_v1_adapter)
+    KERAS_SUPPORT_MARK, graph_mode, is_emulated_adapter, is_emulated_v1_adapter)
 
 __all__ = ["emulated_train_step_fn", "emulated_validation_loop",
            "metric_variables_are_local", "multi_step_fit_loop", "pod_session",
@@ -43,7 +43,11 @@ def multi_step_fit_loop(original, distributed_module, training_utils_v1):
         strategy = getattr(model, "_distribution_strategy", None)
         if (strategy is None or not is_emulated_v1_adapter(strategy)
                 or not graph_mode()
-                or not isinstance(inputs, tf.data.Dataset)):
+                or not isinstance(inputs, tf.data.Dataset)
+                or (strategy.extended.steps_per_run <= 1
+                    and getattr(strategy, KERAS_SUPPORT_MARK, False))):
+            # keras_to_tpu_model's strategy (TF 1.13): its static per-core shapes
+            # come from keras/tpu_specialize over tf_keras's own loop.
             return original(model, inputs, *args, **kwargs)
         arguments = signature.bind(model, inputs, *args, **kwargs)
         arguments.apply_defaults()

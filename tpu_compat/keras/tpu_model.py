@@ -57,6 +57,7 @@ from tpu_compat.keras.tpu_clone import (
 from tpu_compat.keras.tpu_inputs import (
     KERAS_FIT_BATCH_SIZE, check_numpy_batches, even_per_core_batch, first_array,
     global_batches, per_core_batch, validate_shapes)
+from tpu_compat.keras.compile import KERAS_SUPPORT_MARK
 from tpu_compat.keras.tpu_specialize import SpecializedModels
 
 __all__ = ["KerasTPUModel", "TPUDistributionStrategy", "keras_to_tpu_model", "tpu_model"]
@@ -103,8 +104,12 @@ class TPUDistributionStrategy:
                     backend_lib.get_backend().num_replicas)
                 assignment = tf.tpu.experimental.DeviceAssignment.build(
                     topology, num_replicas=num_cores)
-            self._distributions[num_cores] = strategy_v1.CompatTPUStrategyV1(
+            distribution = strategy_v1.CompatTPUStrategyV1(
                 self._tpu_cluster_resolver, device_assignment=assignment)
+            # TF 1.13 ran these models through keras_support's own per-shape TPU
+            # functions, not TF 1.15's fit loop (keras/graph_mode reads the mark).
+            setattr(distribution, KERAS_SUPPORT_MARK, True)
+            self._distributions[num_cores] = distribution
         return self._distributions[num_cores]
 
     def _cores_for_model(self, cpu_model):

@@ -18,7 +18,7 @@ TPUConfig, InputPipelineConfig}``, ``tf.estimator.ModeKeys``
 
 A file that builds no TPUEstimator is left alone, unless the same upgrade holds
 one that does (``helper``: it is a module of that program, as BERT's
-optimization.py). ``--tf1``: a TF 1.x program's ``import tensorflow as tf``
+optimization.py). ``--from-tf1``: a TF 1.x program's ``import tensorflow as tf``
 becomes compat.v1 (:func:`tf1_imports`).
 
 What the driver does not run the TPUEstimator way gets a ``# TODO(tpu_compat)``
@@ -333,7 +333,7 @@ def upgrade_bytes(path, raw, max_bytes=None, helper=False, tf1=False):
     if not migrated.changed and not imports and not values:
         return None
     outcomes = [upgrade.Outcome(scan.Finding(path, line, 1, "TPC070", scan.HIGH), upgrade.REWRITTEN,
-                                f"--estimator-to-tf2 --tf1: {what}", "")
+                                f"--estimator-to-tf2 --from-tf1: {what}", "")
                 for lines, what in ((imports, "import tensorflow.compat.v1 as tf"),
                                     (values, "a shape index is its int, no .value"))
                 for line in lines]
