@@ -21,7 +21,7 @@ import shutil
 import pytest
 from conftest import REPO_ROOT, check_ok, parse_numbers, run_cli
 
-from test_migrate_estimator_tf2 import _losses
+from test_migrate_estimator_tf2 import _losses, assert_same_numbers
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrate_programs")
 RESNET = "tpu_estimator_resnet_legacy.py"
@@ -103,14 +103,7 @@ def _assert_same(legacy, migrated, steps=8):
     migrated_numbers, migrated_losses, stderr, migrated_summaries = migrated
     assert {"eval_top_1_accuracy", "eval_top_5_accuracy", "eval_loss", "eval_global_step",
             "global_step", "conv/kernel_sum", "logits/kernel_sum"} <= set(numbers)
-    assert set(numbers) == set(migrated_numbers)
-    for key, value in numbers.items():
-        assert math.isclose(value, migrated_numbers[key], rel_tol=1e-5, abs_tol=1e-6), (
-            key, value, migrated_numbers[key])
-    assert losses and losses.keys() == migrated_losses.keys()
-    for step, loss in losses.items():
-        assert math.isclose(loss, migrated_losses[step], rel_tol=1e-5), (step, losses,
-                                                                         migrated_losses)
+    assert_same_numbers(numbers, losses, migrated_numbers, migrated_losses)
     assert "Saving dict for global step 8: " in stderr
     # predict: 20 images in steps of 16 (the last padded), one dict per image
     assert numbers["predictions"] == 20 and "prediction_19_top_probability" in numbers

@@ -131,11 +131,9 @@ def _run(program, model_dir, replicas, *flags, strict=False):
     return parse_numbers(result.stdout), _losses(result.stderr), result.stderr
 
 
-def _assert_same(legacy, migrated):
-    numbers, losses, _ = legacy
-    migrated_numbers, migrated_losses, stderr = migrated
-    assert {"eval_accuracy", "eval_loss", "eval_mean_logit", "global_step",
-            "hidden/kernel_sum", "logits/bias_sum"} <= set(numbers)
+def assert_same_numbers(numbers, losses, migrated_numbers, migrated_losses):
+    """The legacy run's printed numbers and logged losses, and the migrated run's, are
+    the same keys and steps with the same values (verify's tolerances)."""
     assert set(numbers) == set(migrated_numbers)
     for key, value in numbers.items():
         assert math.isclose(value, migrated_numbers[key], rel_tol=1e-5, abs_tol=1e-6), (
@@ -144,6 +142,14 @@ def _assert_same(legacy, migrated):
     for step, loss in losses.items():
         assert math.isclose(loss, migrated_losses[step], rel_tol=1e-5), (step, losses,
                                                                          migrated_losses)
+
+
+def _assert_same(legacy, migrated):
+    numbers, losses, _ = legacy
+    migrated_numbers, migrated_losses, stderr = migrated
+    assert {"eval_accuracy", "eval_loss", "eval_mean_logit", "global_step",
+            "hidden/kernel_sum", "logits/bias_sum"} <= set(numbers)
+    assert_same_numbers(numbers, losses, migrated_numbers, migrated_losses)
     assert f"Saving dict for global step {int(numbers['global_step'])}: accuracy = " in stderr
 
 
@@ -259,14 +265,7 @@ def _assert_bert_same(legacy, migrated):
     migrated_numbers, migrated_losses, stderr = migrated
     assert {"eval_accuracy", "eval_loss", "loss", "global_step", "output_weights_sum",
             "bert/embeddings/word_embeddings_sum"} <= set(numbers)
-    assert set(numbers) == set(migrated_numbers)
-    for key, value in numbers.items():
-        assert math.isclose(value, migrated_numbers[key], rel_tol=1e-5, abs_tol=1e-6), (
-            key, value, migrated_numbers[key])
-    assert losses and losses.keys() == migrated_losses.keys()
-    for step, loss in losses.items():
-        assert math.isclose(loss, migrated_losses[step], rel_tol=1e-5), (step, losses,
-                                                                         migrated_losses)
+    assert_same_numbers(numbers, losses, migrated_numbers, migrated_losses)
     # the warm start ran: the pre-trained embeddings (sum ~256), not fresh ones (~0)
     assert abs(migrated_numbers["bert/embeddings/word_embeddings_sum"] - 256) < 10
     assert "Warm-started 3 variables from " in stderr
