@@ -22,6 +22,7 @@ import pytest
 from tpu_compat import _process, tf_support
 
 import fork_server
+import module_order
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCENARIOS = os.path.join(REPO_ROOT, "tests", "scenarios")
@@ -96,6 +97,7 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if _declared_slow(item):
             item.add_marker(pytest.mark.slow)
+    module_order.costliest_modules_first(items, module_order.load_seconds())
     if TF_INSTALLED:
         return
     skip = pytest.mark.skip(reason=NO_TF_REASON)
@@ -105,6 +107,12 @@ def pytest_collection_modifyitems(items):
         if (item.get_closest_marker("requires_tf") is not None
                 or "tpu8" in getattr(item, "fixturenames", ())):
             item.add_marker(skip)
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist's hook; the suite also runs without xdist
+def pytest_xdist_make_scheduler(config, log):
+    """Whole modules to each worker, costliest first (tests/module_order.py)."""
+    return module_order.scheduler(config, log)
 
 
 # -- slow, and whole_program: what CI's time goes to, declared by each test ------

@@ -712,9 +712,15 @@ def _run(script, tmp_path, *flags):
 
 @pytest.mark.requires_tf
 @pytest.mark.slow
-@pytest.mark.parametrize("path", [p for p in EXAMPLES + SEED_SCRIPTS if _fully_autofixable(p)],
-                         ids=os.path.basename)
+@pytest.mark.parametrize("path", EXAMPLES + SEED_SCRIPTS, ids=os.path.basename)
 def test_upgraded_script_runs_with_legacy_warnings_as_errors_and_same_numbers(path, tmp_path):
+    # Decided here, not in the parametrization: upgrading every script at
+    # collection cost each pytest process (each xdist worker, each CI run that
+    # deselects this slow test) about 5 s of CPU.
+    if not _fully_autofixable(path):
+        pytest.skip("upgrade leaves a finding it does not rewrite (or the script "
+                    "expects an error), so the upgraded script is not expected to run "
+                    "with legacy warnings as errors")
     target = tmp_path / "upgraded" / os.path.basename(path)
     target.parent.mkdir()
     target.write_bytes(upgrade.upgrade_file(path).output)

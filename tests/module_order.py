@@ -1,0 +1,64 @@
+"""How the suite's two xdist workers share it: whole modules, the costliest first.
+
+Whole modules, because a module's tests share its whole-program runs (a
+module fixture with ``lazy_runs``: one run per program and replica count,
+serving every claim about it). pytest-xdist's default ``load`` scheduling
+hands tests out in chunks that shrink to two tests near the end of a run, so
+it can split a module between the workers, and each worker then makes the
+module's runs again. ``loadscope`` scheduling gives a module to one worker.
+
+The costliest first, because the module a worker starts last decides how long
+the other waits idle at the end (longest-processing-time-first scheduling):
+with the cheap modules last, the two workers end within seconds of each other.
+
+The costs are measured, not declared: ``tests/module_seconds.json`` holds
+each module's seconds in a run of the README's test command, written by
+``python scripts/module_seconds.py JUNIT_XML`` (pytest ``--junitxml``). A
+module missing from it counts as cheap. The file only orders the run: a stale
+entry costs time, never a result.
+"""
+
+import json
+import os
+
+SECONDS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "module_seconds.json")
+
+
+def module_of(nodeid):
+    """``tests/test_x.py`` of ``tests/test_x.py::test_y[case]``."""
+    return nodeid.split("::", 1)[0]
+
+
+def load_seconds(path=SECONDS_FILE):
+    """``{module path: seconds}``; empty when the file is missing."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        return {}
+
+
+def costliest_modules_first(items, seconds):
+    """Reorders ``items`` in place: modules by measured seconds, most first.
+
+    A module's tests keep their order and stay together (pytest sets a module
+    fixture up again when its tests are interleaved with another module's).
+    """
+    first_seen = {}
+    for index, item in enumerate(items):
+        first_seen.setdefault(module_of(item.nodeid), index)
+    items.sort(key=lambda item: (-seconds.get(module_of(item.nodeid), 0.0),
+                                 first_seen[module_of(item.nodeid)]))
+
+
+def scheduler(config, log):
+    """xdist's ``loadscope`` scheduler in place of its default ``load``, in the
+    order of the collected items; ``None`` (xdist decides) for any other
+    ``--dist`` the user chose."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # pylint: disable=import-outside-toplevel
+    # loadscope would otherwise reorder the modules by their number of tests,
+    # which puts the many cheap text tests first.
+    config.option.loadscopereorder = False
+    return LoadScopeScheduling(config, log)
