@@ -231,8 +231,10 @@ def validate(recipe):
         if unknown:
             problems.append(f"args {arg!r}: unknown placeholder(s) {sorted(unknown)}; "
                             f"allowed {', '.join(field_recipes.PLACEHOLDERS)}")
-    if recipe.data_gen and recipe.data_gen[0] not in field_recipes.DATA_KINDS:
-        problems.append(f"data_gen {recipe.data_gen[0]!r}: allowed {', '.join(field_recipes.DATA_KINDS)}")
+    for field in ("data_gen", "tf2_data_gen"):
+        kind = (getattr(recipe, field) or (None,))[0]
+        if kind is not None and kind not in field_recipes.DATA_KINDS:
+            problems.append(f"{field} {kind!r}: allowed {', '.join(field_recipes.DATA_KINDS)}")
     if not recipe.survey:
         problems.append("survey: say how the program was chosen")
     if recipe.timeout <= 0:
@@ -603,7 +605,10 @@ def run_estimator_tf2(recipe, mirror, workdir, tpu_compat, site=()):
     migration started from the reference's step-0 checkpoint (the same initial weights: the
     two programs draw their initializers differently, TF 1 graph op seeds against TF 2's), so
     its losses and eval metrics must be the reference's. It passes when the migrated run passes
-    strict AND printed the reference's numbers (``numbers_patterns``)."""
+    strict AND printed the reference's numbers (``numbers_patterns``). Both runs get the
+    recipe's ``tf2_data_gen`` data where it has one (training that draws nothing random)."""
+    if recipe.tf2_data_gen:
+        recipe = recipe._replace(data_gen=recipe.tf2_data_gen)
     reference = run_one(recipe._replace(args=recipe.args + recipe.eval_args), "unchanged", mirror,
                         workdir, tpu_compat, site)
     model_dir = Path(reference["log"]).parent / "model_dir" if reference.get("log") else None

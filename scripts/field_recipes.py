@@ -52,6 +52,11 @@ class Recipe(NamedTuple):
     # and shuffles that no two programs draw alike; an evaluation of the same weights does not.
     eval_args: Tuple[str, ...] = ()
     eval_only_args: Tuple[str, ...] = ()
+    # --mode estimator-tf2's data (default: ``data_gen``), for both of its runs: the same data
+    # with the program's own knobs set so that training draws nothing random (dropout 0 in the
+    # config file the program reads; training records a shuffle cannot reorder), since a TF 1
+    # graph and a TF 2 function draw unseeded dropout masks and shuffles differently.
+    tf2_data_gen: Optional[Tuple[str, ...]] = None
 
 
 # The lines TPUEstimator prints and the TF 2 driver (tpu_estimator_tf2.py) prints the same way:
@@ -221,6 +226,7 @@ RECIPES = [
               "--num_warmup_steps=1", "--iterations_per_loop=1", "--save_checkpoints_steps=2",
               "--use_tpu=True", "--num_tpu_cores=8"),
         data_gen=("bert_pretraining", "seq=128", "preds=20", "vocab=100", "n=64"),
+        tf2_data_gen=("bert_pretraining", "seq=128", "preds=20", "vocab=100", "n=64", "dropout=0", "same=1"),
         eval_args=("--do_eval=True", "--max_eval_steps=2", "--eval_batch_size=16"),
         eval_only_args=("--do_train=False", "--do_eval=True", "--max_eval_steps=2",
                         "--eval_batch_size=16"),
@@ -236,6 +242,7 @@ RECIPES = [
               "--max_seq_length=32", "--train_batch_size=16", "--eval_batch_size=8", "--num_train_epochs=0.5",
               "--output_dir={model_dir}", "--use_tpu=True", "--num_tpu_cores=8", "--iterations_per_loop=1"),
         data_gen=("bert_pretraining", "seq=32", "vocab=100", "n=1", "tsv=1"),
+        tf2_data_gen=("bert_pretraining", "seq=32", "vocab=100", "n=1", "tsv=1", "dropout=0", "same=1"),
         eval_only_args=("--do_train=False",),
         data="an MRPC-shaped train/dev TSV of random words, vocab.txt and a tiny bert_config.json",
         expect=r"eval_accuracy = ",
@@ -252,6 +259,12 @@ RECIPES = [
               "--num_warmup_steps=1", "--iterations_per_loop=1", "--save_checkpoints_steps=2",
               "--use_tpu=True", "--num_tpu_cores=8"),
         data_gen=("bert_pretraining", "seq=128", "preds=20", "vocab=100", "n=64"),
+        tf2_data_gen=("bert_pretraining", "seq=128", "preds=20", "vocab=100", "n=64", "dropout=0", "same=1"),
+        # ALBERT's evaluation makes --export_dir (default None) before evaluating.
+        eval_args=("--do_eval=True", "--max_eval_steps=2", "--eval_batch_size=16",
+                   "--export_dir={model_dir}/export"),
+        eval_only_args=("--do_train=False", "--do_eval=True", "--max_eval_steps=2",
+                        "--eval_batch_size=16", "--export_dir={model_dir}/export"),
         data="64 random pre-training examples (seq 128, sentence-order labels) and a tiny albert_config",
         expect=r"Saving checkpoints for 2 into",
         survey="find_files: 13 indexed repositories hold ALBERT's `lamb_optimizer.py`; its pre-training is "
