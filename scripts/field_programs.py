@@ -956,6 +956,19 @@ the migrated run starting from that run's step-0 checkpoint (`model.ckpt-0`: the
 weights, which also shows it restores the legacy model_dir); tolerance rtol 1e-4, atol 1e-6, as
 `verify`. A program passes only when the migrated run passes strict and prints the unchanged
 run's numbers.
+
+What the comparison holds fixed, and why: a TF 1 graph and a TF 2 function draw unseeded random
+ops differently (op seeds come from graph op counts in one, an eager counter in the other, and a
+TPU ignores op seeds anyway), so two runs agree only where training draws nothing random. Where a
+recipe has `tf2_data_gen`, both runs read data set through the program's own inputs so that it
+draws nothing: BERT's and ALBERT's `bert_config.json` with `hidden_dropout_prob` and
+`attention_probs_dropout_prob` 0 (their `modeling.dropout` then adds no op), and training records
+that are copies of one example, since their training `input_fn`s shuffle records with a hard-coded
+`shuffle(buffer_size=100)` no flag turns off (run_classifier's `train.tsv` rows likewise; its
+`dev.tsv`, and so its evaluation, stays distinct). Nothing else is loosened: same initial weights,
+same flags, same tolerance. Which replica gets which batch is not exercised by identical records;
+`tests/test_migrate_estimator_tf2.py` checks it on distinct, unshuffled examples (PER_HOST_V1 and
+PER_HOST_V2, 8 replicas: identical digits).
 **{passed} of {total}** pass ({ran} run; the rest were upgraded only, their TODOs counted).
 **{same_eval} of {total}** run strict and, evaluating the legacy run's final checkpoint, print the
 legacy evaluation's metrics (the last column; recipes with `eval_only_args`).
