@@ -965,7 +965,8 @@ draws nothing: BERT's and ALBERT's `bert_config.json` with `hidden_dropout_prob`
 `attention_probs_dropout_prob` 0 (their `modeling.dropout` then adds no op), and training records
 that are copies of one example, since their training `input_fn`s shuffle records with a hard-coded
 `shuffle(buffer_size=100)` no flag turns off (run_classifier's `train.tsv` rows likewise; its
-`dev.tsv`, and so its evaluation, stays distinct). Nothing else is loosened: same initial weights,
+`dev.tsv`, and so its evaluation, stays distinct; its classifier layer's dropout is hard-coded,
+so its training still draws). Nothing else is loosened: same initial weights,
 same flags, same tolerance. Which replica gets which batch is not exercised by identical records;
 `tests/test_migrate_estimator_tf2.py` checks it on distinct, unshuffled examples (PER_HOST_V1 and
 PER_HOST_V2, 8 replicas: identical digits).

@@ -463,6 +463,17 @@ TF2_NOTES = {
                          "their seeds anyway. Re-judged from the run's logs after two runner fixes "
                          "(the eval-only run was held to the training's success line; the migrated "
                          "training run lacked the eval flags, so only training lines are compared)."),
+    "electra-pretraining": ("upgraded only, not run in this mode (its unchanged run alone took 671 s at "
+                            "load 6-9). Its 4 TODOs are one hook: `ETAHook`, a `tf.estimator.SessionRunHook` "
+                            "(util/training_utils.py:31, its `SessionRunArgs` at :54) that prints progress "
+                            "and reads the global step with `run_context.session.run`, passed as "
+                            "`training_hooks`/`evaluation_hooks` (run_pretraining.py:371, :381); the driver "
+                            "makes no Session.run calls, so none has an exact TF 2 form and the driver "
+                            "refuses hooks by name. Even with hooks served it could not print the unchanged "
+                            "run's numbers: its model_fn draws the masked positions "
+                            "(pretrain_helpers.py:188 `tf.random.categorical`, :202 `tf.random.uniform`) and "
+                            "the generator's samples (:225, Gumbel noise) in every training and evaluation "
+                            "step, and no flag turns them off."),
     "bert-classifier": ("runs strict in TF 2 (train and evaluate; `--tf1` turned run_classifier.py:593's "
                         "`output_layer.shape[-1].value` into the int, its first stop), from the legacy "
                         "model.ckpt-0 (restored), with 0 TODOs. Evaluating the legacy run's final "
