@@ -474,6 +474,27 @@ TF2_NOTES = {
                         "run_classifier.py:604 hard-codes `tf.nn.dropout(output_layer, keep_prob=0.9)` "
                         "in training, which no flag or config turns off, and which a TF 1 graph and a "
                         "TF 2 function draw differently. Not a pass by the runner's rule."),
+    "albert-pretraining": ("**passes**, its first run in this mode: its 4 files (run_pretraining.py, "
+                           "modeling.py, optimization.py and lamb_optimizer.py, whose `LAMBOptimizer` "
+                           "overrides `apply_gradients` under `CrossShardOptimizer`) upgrade with 0 TODOs; "
+                           "the migrated program runs strict from the legacy model.ckpt-0 and prints the "
+                           "unchanged run's 10 numbers with identical digits (training loss 5.2720604; the "
+                           "evaluation after its 2 steps: loss 5.271223, masked_lm_loss 4.5920134, "
+                           "sentence_order_loss 0.67921066, accuracies, global_step), on the tf2_data_gen "
+                           "data; evaluating the legacy run's final checkpoint, the legacy evaluation's 7 "
+                           "numbers exactly. Its evaluation (eval_args) needs `--export_dir`, which "
+                           "run_pretraining.py makes before evaluating (default None)."),
+    "electra-pretraining": ("upgraded only, not run in this mode (its unchanged run alone took 671 s at "
+                            "load 6-9). Its 4 TODOs are one hook: `ETAHook`, a `tf.estimator.SessionRunHook` "
+                            "(util/training_utils.py:31, its `SessionRunArgs` at :54) that prints progress "
+                            "and reads the global step with `run_context.session.run`, passed as "
+                            "`training_hooks`/`evaluation_hooks` (run_pretraining.py:371, :381); the driver "
+                            "makes no Session.run calls, so none has an exact TF 2 form and the driver "
+                            "refuses hooks by name. Even with hooks served it could not print the unchanged "
+                            "run's numbers: its model_fn draws the masked positions "
+                            "(pretrain_helpers.py:188 `tf.random.categorical`, :202 `tf.random.uniform`) and "
+                            "the generator's samples (:225, Gumbel noise) in every training and evaluation "
+                            "step, and no flag turns them off."),
 }
 
 
