@@ -957,9 +957,10 @@ weights, which also shows it restores the legacy model_dir); tolerance rtol 1e-4
 `verify`. A program passes only when the migrated run passes strict and prints the unchanged
 run's numbers.
 
-What the comparison holds fixed, and why: a TF 1 graph and a TF 2 function draw unseeded random
-ops differently (op seeds come from graph op counts in one, an eager counter in the other, and a
-TPU ignores op seeds anyway), so two runs agree only where training draws nothing random. Where a
+What the comparison holds fixed, and why: random ops without a seed draw afresh in every run, and
+even under one global seed a TF 1 graph and a TF 2 function derive different op seeds (the graph's
+op count in one, an eager counter in the other; a TPU ignores op seeds anyway), so two runs agree
+only where training draws nothing random. Where a
 recipe has `tf2_data_gen`, both runs read data set through the program's own inputs so that it
 draws nothing: BERT's and ALBERT's `bert_config.json` with `hidden_dropout_prob` and
 `attention_probs_dropout_prob` 0 (their `modeling.dropout` then adds no op), and training records
