@@ -15,7 +15,11 @@ Kinds:
   bert_pretraining  pretrain.tfrecord with BERT's pre-training features
                     (input_ids, input_mask, segment_ids, masked_lm_*,
                     next_sentence_labels), plus bert_config.json; keys:
-                    seq (128), preds (20), vocab (100), n (64)
+                    seq (128), preds (20), vocab (100), n (64), dropout
+                    (0.1: bert_config.json's hidden_dropout_prob and
+                    attention_probs_dropout_prob), same (0; 1: every
+                    training example a copy of the first, so the programs'
+                    record shuffles draw nothing that changes a batch)
   electra           pretrain_tfrecords/pretrain_data.tfrecord-0 (input_ids,
                     input_mask, segment_ids) and vocab.txt under DIR
   tfds_standin      a ``tensorflow_datasets`` module under DIR/site that serves
@@ -88,13 +92,19 @@ def _vocab(out, size):
         stream.write("\n".join(words) + "\n")
 
 
-def bert_pretraining(out, seq="128", preds="20", vocab="100", n="64", sentence_order="0", tsv="0"):
+def bert_pretraining(out, seq="128", preds="20", vocab="100", n="64", sentence_order="0", tsv="0",
+                     dropout="0.1", same="0"):
+    """``dropout``/``same`` are for --mode estimator-tf2 (issue 36): with dropout 0 BERT's
+    modeling.dropout() adds no op, and with ``same`` the hard-coded ``shuffle(buffer_size=100)``
+    of BERT's and ALBERT's training input_fn (and run_classifier's) permutes identical records,
+    so training draws nothing random and two programs' losses can be compared exactly."""
     tf = _tf()
     if tsv != "0":
-        classifier_tsv(out, vocab=vocab)
+        classifier_tsv(out, vocab=vocab, same_train=same)
     seq, preds, vocab, n = int(seq), int(preds), int(vocab), int(n)
     rng = np.random.default_rng(SEED)
-    config = {"attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+    config = {"attention_probs_dropout_prob": float(dropout), "hidden_act": "gelu",
+              "hidden_dropout_prob": float(dropout),
               "hidden_size": 32, "initializer_range": 0.02, "intermediate_size": 64,
               "max_position_embeddings": max(seq, 128), "num_attention_heads": 2, "num_hidden_layers": 2,
               "type_vocab_size": 2, "vocab_size": vocab, "embedding_size": 16}
@@ -103,6 +113,8 @@ def bert_pretraining(out, seq="128", preds="20", vocab="100", n="64", sentence_o
     _vocab(out, vocab)
     with tf.io.TFRecordWriter(os.path.join(out, "pretrain.tfrecord")) as writer:
         for _ in range(n):
+            if same != "0":
+                rng = np.random.default_rng(SEED)  # each record drawn as the first was
             length = int(rng.integers(seq // 2, seq + 1))
             ids = np.zeros(seq, np.int64)
             ids[:length] = rng.integers(5, vocab, size=length)
@@ -145,13 +157,17 @@ def electra(out, seq="128", vocab="100", n="64"):
             writer.write(example.SerializeToString())
 
 
-def classifier_tsv(out, vocab="100", n="64"):
+def classifier_tsv(out, vocab="100", n="64", same_train="0"):
+    """``same_train``: every train.tsv row the same pair and label (dev and test stay
+    distinct), so run_classifier's training shuffle permutes identical records."""
     rng = np.random.default_rng(SEED)
     _vocab(out, int(vocab))
     for split in ("train", "dev", "test"):
         with open(os.path.join(out, f"{split}.tsv"), "w") as stream:
             stream.write("Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n")
             for i in range(int(n)):
+                if split == "train" and same_train != "0":
+                    rng = np.random.default_rng(SEED)
                 a = " ".join(f"w{j}" for j in rng.integers(0, int(vocab) - 5, size=12))
                 b = " ".join(f"w{j}" for j in rng.integers(0, int(vocab) - 5, size=12))
                 stream.write(f"{rng.integers(0, 2)}\t{i}\t{i + 1000}\t{a}\t{b}\n")

@@ -231,8 +231,10 @@ def validate(recipe):
         if unknown:
             problems.append(f"args {arg!r}: unknown placeholder(s) {sorted(unknown)}; "
                             f"allowed {', '.join(field_recipes.PLACEHOLDERS)}")
-    if recipe.data_gen and recipe.data_gen[0] not in field_recipes.DATA_KINDS:
-        problems.append(f"data_gen {recipe.data_gen[0]!r}: allowed {', '.join(field_recipes.DATA_KINDS)}")
+    for field in ("data_gen", "tf2_data_gen"):
+        kind = (getattr(recipe, field) or (None,))[0]
+        if kind is not None and kind not in field_recipes.DATA_KINDS:
+            problems.append(f"{field} {kind!r}: allowed {', '.join(field_recipes.DATA_KINDS)}")
     if not recipe.survey:
         problems.append("survey: say how the program was chosen")
     if recipe.timeout <= 0:
@@ -603,7 +605,10 @@ def run_estimator_tf2(recipe, mirror, workdir, tpu_compat, site=()):
     migration started from the reference's step-0 checkpoint (the same initial weights: the
     two programs draw their initializers differently, TF 1 graph op seeds against TF 2's), so
     its losses and eval metrics must be the reference's. It passes when the migrated run passes
-    strict AND printed the reference's numbers (``numbers_patterns``)."""
+    strict AND printed the reference's numbers (``numbers_patterns``). Both runs get the
+    recipe's ``tf2_data_gen`` data where it has one (training that draws nothing random)."""
+    if recipe.tf2_data_gen:
+        recipe = recipe._replace(data_gen=recipe.tf2_data_gen)
     reference = run_one(recipe._replace(args=recipe.args + recipe.eval_args), "unchanged", mirror,
                         workdir, tpu_compat, site)
     model_dir = Path(reference["log"]).parent / "model_dir" if reference.get("log") else None
@@ -951,6 +956,21 @@ the migrated run starting from that run's step-0 checkpoint (`model.ckpt-0`: the
 weights, which also shows it restores the legacy model_dir); tolerance rtol 1e-4, atol 1e-6, as
 `verify`. A program passes only when the migrated run passes strict and prints the unchanged
 run's numbers.
+
+What the comparison holds fixed, and why: random ops without a seed draw afresh in every run, and
+even under one global seed a TF 1 graph and a TF 2 function derive different op seeds (the graph's
+op count in one, an eager counter in the other; a TPU ignores op seeds anyway), so two runs agree
+only where training draws nothing random. Where a
+recipe has `tf2_data_gen`, both runs read data set through the program's own inputs so that it
+draws nothing: BERT's and ALBERT's `bert_config.json` with `hidden_dropout_prob` and
+`attention_probs_dropout_prob` 0 (their `modeling.dropout` then adds no op), and training records
+that are copies of one example, since their training `input_fn`s shuffle records with a hard-coded
+`shuffle(buffer_size=100)` no flag turns off (run_classifier's `train.tsv` rows likewise; its
+`dev.tsv`, and so its evaluation, stays distinct; its classifier layer's dropout is hard-coded,
+so its training still draws). Nothing else is loosened: same initial weights,
+same flags, same tolerance. Which replica gets which batch is not exercised by identical records;
+`tests/test_migrate_estimator_tf2.py` checks it on distinct, unshuffled examples (PER_HOST_V1 and
+PER_HOST_V2, 8 replicas: identical digits).
 **{passed} of {total}** pass ({ran} run; the rest were upgraded only, their TODOs counted).
 **{same_eval} of {total}** run strict and, evaluating the legacy run's final checkpoint, print the
 legacy evaluation's metrics (the last column; recipes with `eval_only_args`).

@@ -446,3 +446,45 @@ def test_the_migrated_run_starts_from_the_references_step_zero_checkpoint_only(t
         "checkpoint", "model.ckpt-0.data-00000-of-00001", "model.ckpt-0.index"]
     assert (tmp_path / "migrated" / "checkpoint").read_text().startswith(
         'model_checkpoint_path: "model.ckpt-0"\n')
+
+
+def test_both_estimator_tf2_runs_get_the_recipes_data_without_random_draws(tmp_path, monkeypatch):
+    # The reference and the migrated run must read the same data: the recipe's tf2_data_gen
+    # (dropout 0, training records a shuffle cannot reorder), not its ordinary data_gen.
+    seen = []
+
+    def fake_run_one(recipe, mode, *args, **kwargs):
+        seen.append((mode, recipe.data_gen))
+        run = Path(fp.tempfile.mkdtemp(dir=tmp_path))
+        (run / "model_dir").mkdir()
+        (run / "model_dir" / "model.ckpt-0.index").write_text("")
+        (run / f"{mode}.log").write_text(_TPUESTIMATOR_LOG)
+        return {"name": recipe.name, "passed": True, "seconds": 1.0, "reason": "",
+                "date": "d", "log": str(run / f"{mode}.log")}
+
+    monkeypatch.setattr(fp, "run_one", fake_run_one)
+    recipe = _recipe(data_gen=("bert_pretraining", "n=64"),
+                     tf2_data_gen=("bert_pretraining", "n=64", "dropout=0", "same=1"))
+    row = fp.run_estimator_tf2(recipe, "mirror", tmp_path, ["tc"])
+    assert row["passed"] and seen == [("unchanged", recipe.tf2_data_gen), (fp.TF2_MODE, recipe.tf2_data_gen)]
+    seen.clear()
+    fp.run_estimator_tf2(recipe._replace(tf2_data_gen=None), "mirror", tmp_path, ["tc"])
+    assert [data for _, data in seen] == [recipe.data_gen] * 2
+    assert fp.validate(recipe._replace(tf2_data_gen=("nope",))) == [
+        f"tf2_data_gen 'nope': allowed {', '.join(fr.DATA_KINDS)}"]
+
+
+def test_the_bert_family_compares_training_with_no_dropout_and_identical_training_records(tmp_path):
+    import field_data  # noqa: PLC0415 - classifier_tsv needs no TensorFlow
+    bert_family = [r for r in fr.RECIPES if r.name in ("bert-pretraining", "bert-classifier",
+                                                         "albert-pretraining")]
+    assert len(bert_family) == 3
+    for recipe in bert_family:
+        assert {"dropout=0", "same=1"} <= set(recipe.tf2_data_gen), recipe.name
+        assert recipe.tf2_data_gen[:len(recipe.data_gen)] == recipe.data_gen, recipe.name
+    field_data.classifier_tsv(str(tmp_path), n="5", same_train="1")
+    train = (tmp_path / "train.tsv").read_text().splitlines()[1:]
+    dev = (tmp_path / "dev.tsv").read_text().splitlines()[1:]
+    # identical pairs and labels (the ID columns are not features), a distinct dev set
+    assert len({tuple(row.split("\t")[i] for i in (0, 3, 4)) for row in train}) == 1
+    assert len({row.split("\t")[3] for row in dev}) == 5
