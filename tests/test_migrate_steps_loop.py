@@ -1,0 +1,95 @@
+"""TF 1.15's ``extended.experimental_run_steps_on_iterator`` (TPC012), run as the
+era's whole program (tests/migrate_programs/tpu_steps_loop_legacy.py) and
+checked against a NumPy reference computed independently of TensorFlow.
+
+What the era computed (tensorflow r1.15):
+
+* tensorflow/python/distribute/tpu_strategy.py ``_experimental_run_steps_on_iterator``:
+  ``iterations`` steps per ``Session.run`` of ``run_op`` (one when
+  ``steps_per_run == 1``), each replica on its slice of the global batch;
+  ``last_step_outputs`` hold the last step's outputs, a ``reduce_op`` output
+  reduced across replicas (input_lib.py ``MultiStepContext.set_last_step_output``:
+  ``strategy.reduce`` in cross-replica context, a ``merge_call`` in a replica).
+* tensorflow/python/distribute/distribute_lib.py ``get_loss_reduction``: ``SUM``
+  unless inside the Estimator's ``_scale_loss_for_estimator_enabled``; so a
+  ``tf.compat.v1.train.Optimizer`` does not scale a replica's loss, and the
+  strategy SUMS the replicas' gradients (training/optimizer.py
+  ``_distributed_apply``). Each replica's loss is the mean of its slice: the
+  update is N times the full-batch mean gradient, i.e. full-batch SGD with the
+  learning rate times N.
+
+Last session a hand-written TF 2 "equivalent" printed loss_0 0.1375 where the
+legacy program under tpu-compat printed 0.7015 (8 replicas, 2 iterations per
+call): 0.1375 is the first step's loss at w = 0, 0.7015 the second step's loss
+after one summed-gradient update, the era's number (the reference below
+reproduces both). The emulation was right: 0.1375 is what a loop prints that
+reports its first step's loss, or runs one step per call, not the era's
+last-step output of a two-step call.
+"""
+
+import os
+
+import numpy as np
+import pytest
+from conftest import check_ok, lazy_runs, parse_numbers, run_cli
+
+pytestmark = pytest.mark.requires_tf
+
+PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrate_programs")
+LEGACY = os.path.join(PROGRAMS, "tpu_steps_loop_legacy.py")
+# The program's defaults (its flags): 4 steps per call, 3 calls, global batch 16.
+ITERATIONS, LOOPS, BATCH, LEARNING_RATE = 4, 3, 16, 0.1
+
+
+def era_reference(replicas, iterations=ITERATIONS, loops=LOOPS, batch=BATCH,
+                  learning_rate=LEARNING_RATE):
+    """The program's printed numbers as TF 1.15 computed them, in float64 NumPy:
+    per call ``iterations`` SGD steps on consecutive global batches of the
+    repeated data, the replicas' mean-loss gradients summed; ``loss_k`` the mean
+    over replicas of the last step's replica losses (= the global batch's mean
+    loss, before that step's update)."""
+    x = np.arange(64 * 4, dtype=np.float64).reshape(64, 4) / 256.0
+    y = x @ np.array([[1.0], [-2.0], [0.5], [3.0]])
+    w = np.zeros((4, 1))
+    numbers, step = {"replicas": replicas}, 0
+    for index in range(loops):
+        for _ in range(iterations):
+            start = (step * batch) % len(x)
+            features, labels = x[start:start + batch], y[start:start + batch]
+            residual = features @ w - labels
+            loss = float(np.mean(residual ** 2))
+            mean_gradient = 2 * features.T @ residual / batch
+            w = w - learning_rate * replicas * mean_gradient  # the replicas' sum
+            step += 1
+        numbers[f"loss_{index}"] = loss
+    numbers["w_sum"] = float(w.sum())
+    return numbers
+
+
+def test_reference_reproduces_both_numbers_of_the_report():
+    """The two numbers last session saw, from the reference alone: the era's
+    second-step loss (0.7015) and the first step's loss at w = 0 (0.1375)."""
+    assert era_reference(8, iterations=2)["loss_0"] == pytest.approx(0.7015, abs=5e-5)
+    assert era_reference(8, iterations=1)["loss_0"] == pytest.approx(0.1375, abs=5e-5)
+
+
+def legacy_numbers(replicas):
+    run = run_cli("run", "--tf1", "--replicas", str(replicas), LEGACY,
+                  env={"TPU_COMPAT_WARNINGS": "ignore"})
+    return parse_numbers(check_ok(run).stdout)
+
+
+@pytest.fixture(scope="module")
+def legacy_runs():
+    return lazy_runs(legacy_numbers)
+
+
+@pytest.mark.whole_program(ci_replicas=8)
+@pytest.mark.parametrize("replicas", (1, 2, 8))
+def test_legacy_steps_loop_computes_the_eras_numbers(legacy_runs, replicas):
+    numbers = legacy_runs[replicas]
+    want = era_reference(replicas)
+    assert set(numbers) == set(want)
+    for key, value in want.items():
+        assert numbers[key] == pytest.approx(value, rel=1e-4, abs=1e-6), (key, numbers, want)
+    assert numbers["loss_2"] < numbers["loss_0"]  # it trained
