@@ -93,3 +93,108 @@ def test_legacy_steps_loop_computes_the_eras_numbers(legacy_runs, replicas):
     for key, value in want.items():
         assert numbers[key] == pytest.approx(value, rel=1e-4, abs=1e-6), (key, numbers, want)
     assert numbers["loss_2"] < numbers["loss_0"]  # it trained
+
+
+# -- the rewrite (graph_loop's TPC012 and TPC019, rewrites/_steps_loop.py) --------
+
+from tpu_compat.migrate import report, upgrade  # noqa: E402  (the rewrite's tests below)
+from tpu_compat.migrate.rewrites import _steps_loop  # noqa: E402
+
+TF = "import tensorflow as tf\n"
+STRATEGY = "s = tf.distribute.experimental.TPUStrategy(r, steps_per_run=N)\n"
+SESSION = "sess = tf.Session()\n"
+
+
+def _upgrade(source):
+    result = upgrade.upgrade_bytes("snippet.py", source.encode("utf-8"))
+    assert result.error is None, result.error
+    return result.output.decode("utf-8") if result.changed else source, result.outcomes
+
+
+def _helper():
+    lines = _steps_loop.helper_source("tf").splitlines(keepends=True)
+    return "".join(lines[2:])  # the source opens with the two blank lines it is given
+
+
+REWRITES = [
+    # the era's loop on the module's TPU strategy, iterations = its steps_per_run
+    (TF + STRATEGY + "ctx = s.extended.experimental_run_steps_on_iterator(\n"
+     "    step_fn, it, iterations=N, initial_loop_values={'loss': l})\n" + SESSION,
+     TF + "\n\n" + _helper() + "\n\n" + "s = tf.compat.v2.distribute.TPUStrategy(r)\n"
+     "ctx = _run_steps_on_iterator(\n    s, step_fn, it, iterations=N, initial_loop_values={'loss': l})\n"
+     + SESSION),
+    # positional iterations, both 1 (absent steps_per_run is 1)
+    (TF + "s = tf.distribute.experimental.TPUStrategy(r)\n"
+     "ctx = s.extended.experimental_run_steps_on_iterator(f, it, 1)\n" + SESSION,
+     TF + "\n\n" + _helper() + "\n\n" + "s = tf.distribute.TPUStrategy(r)\n"
+     "ctx = _run_steps_on_iterator(s, f, it, 1)\n" + SESSION),
+    # call_for_each_replica -> run (same parameters), in a graph program
+    (TF + "sess = tf.Session()\nd = tf.distribute.MirroredStrategy()\n"
+     "out = d.extended.call_for_each_replica(fn, args=(x,))\n",
+     TF + "sess = tf.Session()\nd = tf.distribute.MirroredStrategy()\nout = d.run(fn, args=(x,))\n"),
+    (TF + "tf.compat.v1.disable_eager_execution()\nd = tf.distribute.MirroredStrategy()\n"
+     "out = d.extended.call_for_each_replica(fn, (x,), {'k': 1})\n",
+     TF + "tf.compat.v1.disable_eager_execution()\nd = tf.distribute.MirroredStrategy()\n"
+     "out = d.run(fn, (x,), {'k': 1})\n"),
+]
+
+
+@pytest.mark.parametrize("before,after", REWRITES, ids=[b for b, _ in REWRITES])
+def test_rewrites(before, after):
+    out, outcomes = _upgrade(before)
+    assert out == after
+    assert {o.action for o in outcomes} == {upgrade.REWRITTEN}, outcomes
+    assert _upgrade(out) == (out, [])  # nothing legacy left; a second run changes nothing
+
+
+TODOS = [
+    # TF 1.15's TPU loop ran one step when steps_per_run was 1: not the same count
+    (TF + "s = tf.distribute.experimental.TPUStrategy(r)\n"
+     "ctx = s.extended.experimental_run_steps_on_iterator(f, it, iterations=4)\n" + SESSION,
+     "TPC012", "iterations (4) is not the strategy's steps_per_run (1)"),
+    (TF + "ctx = strategy.extended.experimental_run_steps_on_iterator(f, it, 4)\n" + SESSION,
+     "TPC012", "cannot tell the strategy's steps_per_run"),
+    (TF + STRATEGY + "e = s.extended\nctx = e.experimental_run_steps_on_iterator(f, it, N)\n"
+     + SESSION, "TPC012", "not `<strategy>.extended`"),
+    (TF + STRATEGY + "ctx = s.extended.experimental_run_steps_on_iterator(*a)\n" + SESSION,
+     "TPC012", "a reference, not a call"),
+    (TF + STRATEGY + "def _run_steps_on_iterator():\n    pass\n"
+     "ctx = s.extended.experimental_run_steps_on_iterator(f, it, N)\n" + SESSION,
+     "TPC012", "already names _run_steps_on_iterator"),
+    ("from tensorflow import distribute\ns = distribute.experimental.TPUStrategy(r, steps_per_run=N)\n"
+     "ctx = s.extended.experimental_run_steps_on_iterator(f, it, N)\n"
+     "import tensorflow.compat.v1\ntensorflow.compat.v1.Session()\n",
+     "TPC012", "no module-level `import tensorflow as tf`"),
+    # eager code: no graph loop to write
+    (TF + STRATEGY + "ctx = s.extended.experimental_run_steps_on_iterator(f, it, N)\n",
+     "TPC012", "not a graph program"),
+    (TF + "d = tf.distribute.MirroredStrategy()\n"
+     "out = d.extended.call_for_each_replica(fn, args=(x,))\n", "TPC019", "not a graph program"),
+    (TF + SESSION + "d = tf.distribute.MirroredStrategy()\n"
+     "out = d.extended.call_for_each_replica(fn, args=(x,), extra=1)\n",
+     "TPC019", "only call_for_each_replica(fn, args, kwargs)"),
+    # a strategy whose .extended is read for something else keeps its class's TODO
+    (TF + STRATEGY + "ctx = s.extended.experimental_run_steps_on_iterator(f, it, N)\n"
+     "n = s.extended.worker_devices\n" + SESSION, "TPC005", ".extended"),
+]
+
+
+@pytest.mark.parametrize("before,rule,why", TODOS, ids=[b for b, _, _ in TODOS])
+def test_todos(before, rule, why):
+    out, outcomes = _upgrade(before)
+    mine = [o for o in outcomes if o.finding.rule == rule]
+    assert mine and all(o.action == upgrade.TODO for o in mine), outcomes
+    assert any(why in o.detail for o in mine), [o.detail for o in mine]
+    assert f"# TODO(tpu_compat): {rule} " in out
+    assert _upgrade(out)[0] == out
+
+
+NOOPS = [
+    TF + "ctx = s.experimental_run_steps_on_iterator_v2(f, it)\n" + SESSION,
+    TF + SESSION + "out = s.run(fn, args=(x,))\n",
+]
+
+
+@pytest.mark.parametrize("source", NOOPS)
+def test_noops(source):
+    assert _upgrade(source) == (source, [])
