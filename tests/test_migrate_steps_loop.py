@@ -198,3 +198,51 @@ NOOPS = [
 @pytest.mark.parametrize("source", NOOPS)
 def test_noops(source):
     assert _upgrade(source) == (source, [])
+
+
+# -- the whole program: upgraded, run strict, the legacy run's numbers -------------
+
+@pytest.fixture(scope="module")
+def migrated_program(tmp_path_factory):
+    """tests/migrate_programs/tpu_steps_loop_legacy.py upgraded (legacy free) and its text."""
+    result = upgrade.upgrade_file(LEGACY)
+    assert result.error is None, result.error
+    assert result.changed and report.legacy_free(result), result.outcomes
+    path = tmp_path_factory.mktemp("steps_loop") / "tpu_steps_loop_migrated.py"
+    path.write_bytes(result.output)
+    return str(path), result.output.decode("utf-8")
+
+
+@pytest.fixture(scope="module")
+def migrated_runs(migrated_program):
+    def numbers(replicas):
+        run = run_cli("run", "--tf1", "--replicas", str(replicas), "--warnings", "error",
+                      "--strict", "on", migrated_program[0])
+        return parse_numbers(check_ok(run).stdout)
+    return lazy_runs(numbers)
+
+
+@pytest.mark.whole_program(ci_replicas=8)
+@pytest.mark.parametrize("replicas", (1, 2, 8))
+def test_steps_loop_program_migrates_and_runs_strict_with_the_same_numbers(
+        migrated_program, migrated_runs, legacy_runs, replicas):
+    """The era's multi-step Session loop, upgraded: TF 2's class, the helper loop
+    with the program's own step_fn(ctx, inputs), strategy.run, the initializable
+    iterator; under `--warnings error --strict on` it prints the legacy run's
+    numbers, which are the era's (the NumPy reference above)."""
+    _, text = migrated_program
+    code = text.split('"""', 2)[2]  # the docstring still tells the program's story
+    for new in ("strategy = tf.compat.v2.distribute.TPUStrategy(\n        resolver)",
+                "loop = _run_steps_on_iterator(\n            strategy, step_fn, iterator,",
+                "strategy.run(\n                replica_step, args=(inputs,))",
+                ".make_initializable_iterator()", "session.run(iterator.initializer)",
+                "def _run_steps_on_iterator(strategy, fn, iterator, iterations=1,"):
+        assert new in code, (new, code)
+    program = code.split("def main", 1)[1]
+    assert ".extended" not in program and "steps_per_run=" not in program
+    numbers, legacy = migrated_runs[replicas], legacy_runs[replicas]
+    assert set(numbers) == set(legacy) and numbers["replicas"] == replicas
+    for key, value in legacy.items():
+        assert numbers[key] == pytest.approx(value, rel=1e-5, abs=1e-6), (key, numbers, legacy)
+    want = era_reference(replicas)
+    assert numbers["loss_0"] == pytest.approx(want["loss_0"], rel=1e-4)
