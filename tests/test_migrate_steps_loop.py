@@ -246,3 +246,18 @@ def test_steps_loop_program_migrates_and_runs_strict_with_the_same_numbers(
         assert numbers[key] == pytest.approx(value, rel=1e-5, abs=1e-6), (key, numbers, legacy)
     want = era_reference(replicas)
     assert numbers["loss_0"] == pytest.approx(want["loss_0"], rel=1e-4)
+
+
+def test_call_for_each_replica_stays_inside_a_loop_left_to_the_era():
+    """A step function of TF 1.15's TPU loop ran inside tpu.replicate, where
+    call_for_each_replica only entered the replica context: with the loop kept
+    (a TODO), `run` there would replicate again, so both keep their TODO."""
+    source = (TF + "s = tf.distribute.experimental.TPUStrategy(r)\n"
+              "def step(ctx, inputs):\n    return s.extended.call_for_each_replica(f, args=(inputs,))\n"
+              "ctx = s.extended.experimental_run_steps_on_iterator(step, it, 4)\n" + SESSION)
+    out, outcomes = _upgrade(source)
+    actions = {o.finding.rule: (o.action, o.detail) for o in outcomes}
+    assert actions["TPC012"][0] == upgrade.TODO
+    assert actions["TPC019"] == (upgrade.TODO, "the module's experimental_run_steps_on_iterator "
+                                               "keeps its TODO")
+    assert "s.extended.call_for_each_replica(f, args=(inputs,))" in out

@@ -28,15 +28,17 @@ import functools
 
 import libcst as cst
 
+from tpu_compat import legacy_api
 from tpu_compat.migrate.rewrites._edit import Edit, arguments_by_name
 
-__all__ = ["HELPER_NAME", "helper_source", "plan"]
+__all__ = ["HELPER_NAME", "helper_source", "plan", "problem"]
 
 HELPER_NAME = "_run_steps_on_iterator"
 _PARAMETERS = ("fn", "iterator", "iterations", "initial_loop_values")
 # The TPU strategy constructors whose steps_per_run decides the step count.
 _TPU_CONSTRUCTORS = ("TPC005", "TPC017")
 _TF_MODULES = ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2")
+_KERAS_TPU_SCOPE = legacy_api.REWRITE_KERAS_TPU_SCOPE
 
 # The helper, with TF's module spelled {tf}.
 _HELPER = '''
@@ -99,9 +101,12 @@ def helper_source(tf_name):
     return _HELPER.format(tf=tf_name, helper=HELPER_NAME)
 
 
-def plan(planner, finding, call, kind):
-    """Plans the rewrite of ``call`` (edits of ``kind``); None, or why it needs a person."""
+def problem(planner, finding):
+    """Why the TPC012 ``finding`` (in a graph program) is not rewritten, or None."""
     site = finding.site
+    call = site.call
+    if call is None or site.starred or call.func is not site.node:
+        return "a reference, not a call"
     placed = arguments_by_name(call, _PARAMETERS)
     if placed is None or not {"fn", "iterator"} <= set(placed):
         return "only experimental_run_steps_on_iterator(fn, iterator, iterations, ...) is rewritten"
@@ -112,10 +117,32 @@ def plan(planner, finding, call, kind):
     steps = _steps_problem(planner, placed.get("iterations"))
     if steps:
         return steps
+    module = planner.module
+    if module is None:
+        return "the module was not parsed for rewriting"
+    if any(f.record.rewrite is not None and f.record.rewrite.kind == _KERAS_TPU_SCOPE
+           for f in planner.findings):
+        # That kind edits the module's statements too; one edit per node.
+        return "the module's keras_to_tpu_model rewrite edits its top level too"
+    if getattr(planner.edits.get(id(module)), "kind", None) is not None:
+        return None  # the helper is planned already
+    if _module_tf_name(module) is None:
+        return "no module-level `import tensorflow as tf` to write the loop's helper with"
+    if {HELPER_NAME, "_MultiStepContext"} & {node.value for node in _names(module)}:
+        return f"the module already names {HELPER_NAME} or _MultiStepContext"
+    return None
+
+
+def plan(planner, finding, kind):
+    """Plans the rewrite of the TPC012 ``finding`` (edits of ``kind``); None, or why it
+    needs a person."""
+    why = problem(planner, finding)
+    if why:
+        return why
     helper = _helper_edit(planner, kind)
-    if isinstance(helper, str):
-        return helper
-    planner.edit(finding, Edit(call, cst.Call, functools.partial(_call_helper, receiver.value),
+    strategy = finding.site.node.value.value
+    planner.edit(finding, Edit(finding.site.call, cst.Call,
+                               functools.partial(_call_helper, strategy),
                                kind, requires=helper.node))
     return None
 
@@ -159,21 +186,13 @@ def _module_tf_name(module):
 
 
 def _helper_edit(planner, kind):
-    """The module's one edit that writes the helper after its imports (planned
-    once), or why it cannot be written."""
+    """The module's one edit that writes the helper after its imports, planned once
+    (``problem`` has checked that it can be written)."""
     module = planner.module
-    if module is None:
-        return "the module was not parsed for rewriting"
     existing = planner.edits.get(id(module))
     if existing is not None:
         return existing
-    tf_name = _module_tf_name(module)
-    if tf_name is None:
-        return "no module-level `import tensorflow as tf` to write the loop's helper with"
-    taken = {node.value for node in _names(module)}
-    if {HELPER_NAME, "_MultiStepContext"} & taken:
-        return f"the module already names {HELPER_NAME} or _MultiStepContext"
-    helper = list(cst.parse_module(helper_source(tf_name)).body)
+    helper = list(cst.parse_module(helper_source(_module_tf_name(module))).body)
     helper[0] = helper[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
     edit = Edit(module, cst.Module, functools.partial(_insert_helper, helper), kind)
     planner.edits[id(module)] = edit

@@ -33,6 +33,7 @@ from tpu_compat.migrate.rewrites._edit import Edit, arguments_by_name
 __all__ = ["KIND", "plan"]
 
 KIND = legacy_api.REWRITE_GRAPH_LOOP
+_STEPS_ON_ITERATOR = "TPC012"
 
 
 def plan(planner, finding, rewrite):
@@ -49,7 +50,7 @@ def plan(planner, finding, rewrite):
     if name == "experimental_run":
         return _plan_run(planner, finding, call)
     if name == "experimental_run_steps_on_iterator":
-        return _steps_loop.plan(planner, finding, call, KIND)
+        return _steps_loop.plan(planner, finding, KIND)
     if name == "call_for_each_replica":
         return _plan_call_for_each_replica(planner, finding, call)
     if call.args:
@@ -91,6 +92,12 @@ def _plan_call_for_each_replica(planner, finding, call):
     if not (isinstance(receiver, cst.Attribute) and receiver.attr.value == "extended"
             and finding.site.receiver_pure):
         return "the receiver is not `<strategy>.extended`"
+    if any(f.rule == _STEPS_ON_ITERATOR and _steps_loop.problem(planner, f)
+           for f in planner.findings):
+        # A step function of TF 1.15's TPU loop ran inside tpu.replicate, where
+        # call_for_each_replica only entered the replica context: `run` would
+        # replicate again. Only with the loop rewritten is `fn` cross-replica.
+        return "the module's experimental_run_steps_on_iterator keeps its TODO"
     planner.edit(finding, Edit(finding.site.node, cst.Attribute, _strategy_run, KIND))
     return None
 
