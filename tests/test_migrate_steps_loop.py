@@ -261,3 +261,47 @@ def test_call_for_each_replica_stays_inside_a_loop_left_to_the_era():
     assert actions["TPC019"] == (upgrade.TODO, "the module's experimental_run_steps_on_iterator "
                                                "keeps its TODO")
     assert "s.extended.call_for_each_replica(f, args=(inputs,))" in out
+
+
+@pytest.mark.parametrize("tf_name", ["tensorflow.compat.v1", "tensorflow"])
+def test_the_helper_is_tensorflow_api_only(tpu8, tf_name):
+    """The helper upgrade writes runs on TensorFlow alone (no tpu_compat), in a TF 1
+    graph, under either spelling of TF: `iterations` steps per run_op, a step that
+    sets no output (the loop's one variable), a reduced output, and a replica's
+    output without reduce_op kept as the replicas' values."""
+    del tpu8  # TensorFlow's devices as the suite sets them; the helper uses none of tpu_compat
+    import importlib  # pylint: disable=import-outside-toplevel
+    tf = importlib.import_module(tf_name)
+    namespace = {"tf": tf}
+    exec(_steps_loop.helper_source("tf"), namespace)  # pylint: disable=exec-used
+    run_steps = namespace[_steps_loop.HELPER_NAME]
+    v1 = importlib.import_module("tensorflow.compat.v1")
+    with v1.Graph().as_default():
+        strategy = v1.distribute.get_strategy()
+        counter = v1.get_variable("counter", [], v1.float32, v1.zeros_initializer(),
+                                  use_resource=True)
+        iterator = v1.data.make_initializable_iterator(
+            v1.data.Dataset.range(100).map(lambda x: v1.cast(x, v1.float32)))
+
+        def quiet(ctx, value):
+            del ctx
+            return counter.assign_add(value)
+
+        def reporting(ctx, value):
+            ctx.set_last_step_output("sum", value * 2, reduce_op=v1.distribute.ReduceOp.SUM)
+            ctx.set_last_step_output("values", value)
+            ctx.set_non_tensor_output("kind", "reporting")
+            return counter.assign_add(1.0)
+
+        first = run_steps(strategy, quiet, iterator, 3)
+        second = run_steps(strategy, reporting, iterator, iterations=2,
+                           initial_loop_values={"sum": 0.0, "values": [0.0]})
+        with v1.Session() as session:
+            session.run([iterator.initializer, v1.global_variables_initializer()])
+            session.run(first.run_op)
+            assert session.run(counter) == 0 + 1 + 2  # elements 0, 1, 2
+            _, outputs = session.run([second.run_op, second.last_step_outputs])
+            assert outputs == {"sum": 8.0, "values": [4.0]}  # elements 3, 4: the last
+            assert session.run(counter) == 5.0
+        # the default strategy runs the step in its replica context: a merge_call
+        assert second.non_tensor_outputs == {"kind": ("reporting",)}

@@ -88,8 +88,9 @@ def {helper}(strategy, fn, iterator, iterations=1, initial_loop_values=None):
             outputs = [{tf}.identity(value) for value in {tf}.nest.flatten(ctx.last_step_outputs)]
             return [step + 1] + outputs
 
-    loop = {tf}.while_loop(lambda step, *unused: step < iterations, body,
-                          [{tf}.constant(0)] + initial, parallel_iterations=1)
+    # flatten: TF 1's while_loop returns a lone loop variable bare, TF 2's a list.
+    loop = {tf}.nest.flatten({tf}.while_loop(lambda step, *unused: step < iterations, body,
+                                           [{tf}.constant(0)] + initial, parallel_iterations=1))
     ctx.run_op = {tf}.group(loop)
     ctx.last_step_outputs = {tf}.nest.pack_sequence_as(ctx.last_step_outputs, list(loop[1:]))
     return ctx
