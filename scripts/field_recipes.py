@@ -426,19 +426,6 @@ FAILURE_NOTES = {
 # Why each TPUStrategy-era program that fails MIGRATED fails (docs/field.md, "Failures and
 # their reasons (migrated)"), keyed by recipe name.
 MIGRATED_NOTES = {
-    "cloudml-tpu-lstm-keras": (
-        "upgrades with 0 TODOs (the keras_to_tpu_model rewrite's `if use_tpu:` form and its "
-        "per-core `fit(input_fn)`), then the strict run stops at a `--fidelity tpu` error on the "
-        "LSTM gradient at the program's fit line: in the emulated replica the model's inputs are "
-        "(?, 5, 3), so TF 2.21's gradient of the cell takes the dynamic-shape path. Cause: in TF 1.x "
-        "graph mode, Keras fit on an emulated TPU strategy with one step per host call took "
-        "tf_keras's Mirrored loop, fed through placeholders of unknown batch, where TF 1.15 (r1.15 "
-        "keras/engine/training_distributed.py) always took experimental_tpu_fit_loop for a TPU "
-        "strategy, on the iterator's static shapes. Fixed for the compat.v1 TPUStrategy (keras/"
-        "graph_mode, tests/test_keras.py's TF 1.15 LSTM); the migrated template builds the TF 2 "
-        "class (`tf.compat.v2.distribute.TPUStrategy`) in graph mode, which that loop does not take "
-        "yet (re-run at the integration of 2026-11-29 05:27 UTC: the same error). With "
-        "`--fidelity cpu` it completes on 8 replicas (37 s)."),
 }
 
 # Why each TPUEstimator program that ran in --mode estimator-tf2 (issue 36) stops or differs,
@@ -516,7 +503,9 @@ RUN_NOTES = (
     "8-replica loop); simclr-tf2 unchanged at `293d645` passed in 359 s and tpu-efficientnet "
     "unchanged at `293d645` in 1741 s (2400 s budget; its 600 s runs were cut building the graph, "
     "which carried every later replica's batch-norm updates); cloudml-tpu-lstm-keras migrated at "
-    "the session's integration, after the graph-mode fit loop fix (still fails, see its note).",
+    "the session's integration, after the graph-mode fit loop fix (still failed: TF 2's class in "
+    "graph mode took tf_keras's Mirrored loop); it passes at `95b784d` (issue 35's migrate session: "
+    "that class takes the same TPU fit loop) in 132 s at load 11.",
     "The unchanged column was re-run on 2026-11-28 from 17:51 UTC, all 21 programs one at a time at "
     "`be1bd13` (main when issue 34's field session started); then, after that session's fixes, "
     "the programs they concern at `ad88739` (the Colabs: distutils.version; bert-classifier: the "

@@ -1,6 +1,6 @@
 """A TF 1.15 Keras LSTM on a TPU strategy, one step per host call, in graph mode.
 
-usage: tpu-compat run --tf1 --replicas N keras_tf115_lstm.py
+usage: tpu-compat run --tf1 --replicas N keras_tf115_lstm.py [tf2_class]
 
 Written as the AI Platform TPU LSTM template's TF 1.x code was: ``import
 tensorflow as tf`` meaning TF 1.x, a resolver, ``TPUStrategy(resolver)`` with
@@ -8,9 +8,14 @@ no ``steps_per_run``, the model built and compiled in the strategy's scope,
 ``fit`` of a dataset with whole batches. TF 1.15 trained it in its TPU loop,
 each core's model on the iterator's static per-core shape, so the LSTM's
 gradient compiled; under ``--fidelity tpu`` (``run``'s default) the emulated
-TPU checks that it would. Prints ``loss:`` and ``core_batch:`` (the static
+TPU checks that it would. With ``tf2_class`` the strategy is TF 2's class,
+``tf.compat.v2.distribute.TPUStrategy(resolver)``, still in graph mode: what
+``tpu-compat upgrade`` makes of the template (TF 2.0-2.3's Keras took the
+same TPU loop for it). Prints ``loss:`` and ``core_batch:`` (the static
 batch size the model saw in a replica, 0 if unknown).
 """
+import sys
+
 import numpy as np
 import tensorflow as tf
 
@@ -32,7 +37,10 @@ def main():
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="")
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
-    strategy = tf.distribute.experimental.TPUStrategy(resolver)
+    if "tf2_class" in sys.argv[1:]:
+        strategy = tf.compat.v2.distribute.TPUStrategy(resolver)
+    else:
+        strategy = tf.distribute.experimental.TPUStrategy(resolver)
     with strategy.scope():
         model = tf.keras.Sequential([
             tf.keras.layers.Lambda(record_batch, input_shape=(5, 3)),

@@ -18,7 +18,7 @@ import tensorflow as tf
 from tpu_compat.runtime.adapter import CompatStrategyMixin
 
 __all__ = ["Keras3LimitationError", "LEGACY_KERAS_ADVICE", "adapter_steps_per_run",
-           "graph_mode", "is_emulated_adapter", "is_emulated_v1_adapter", "keras3_compile",
+           "graph_mode", "is_emulated_adapter", "keras3_compile",
            "keras3_refusal", "steps_per_execution_arguments", "tf_keras_compile"]
 
 LEGACY_KERAS_ADVICE = (
@@ -50,12 +50,6 @@ def is_emulated_adapter(strategy):
 # Set on the strategy keras_to_tpu_model (TF 1.13's keras_support) trains with:
 # keras/tpu_model.py sets it, keras/graph_mode.py reads it.
 KERAS_SUPPORT_MARK = "_tpu_compat_keras_support"
-
-
-def is_emulated_v1_adapter(strategy):
-    from tpu_compat.runtime import strategy_v1  # pylint: disable=import-outside-toplevel
-    return (isinstance(strategy, strategy_v1.CompatTPUStrategyV1)
-            and strategy.tpu_compat_backend.emulated)
 
 
 def graph_mode():

@@ -1,7 +1,8 @@
 """TF 1.15 graph-mode Keras on the emulated TPU (tf_keras's v1 ``Model``).
 
 TF 1.15 trained a TPU model with ``experimental_tpu_fit_loop``, ``steps_per_run``
-steps per ``Session.run``; tf_keras picks that loop by class name
+steps per ``Session.run``, and TF 2.0-2.3's graph-mode Keras did the same for
+either TPUStrategy class; tf_keras picks that loop by class name
 (``TPUStrategy*``), which the emulated TPU deliberately does not have. The
 wrappers here send such a ``fit`` to that loop with a step function for one
 program per replica, run its validation on the Mirrored test loop, put Keras
@@ -16,7 +17,7 @@ import inspect
 import tensorflow as tf
 
 from tpu_compat.keras.compile import (
-    KERAS_SUPPORT_MARK, graph_mode, is_emulated_adapter, is_emulated_v1_adapter)
+    KERAS_SUPPORT_MARK, graph_mode, is_emulated_adapter)
 
 __all__ = ["emulated_train_step_fn", "emulated_validation_loop",
            "metric_variables_are_local", "multi_step_fit_loop", "pod_session",
@@ -35,13 +36,21 @@ def multi_step_fit_loop(original, distributed_module, training_utils_v1):
     model is built on the iterator's static per-replica shapes; the Mirrored
     loop feeds placeholders of unknown batch, where an LSTM's gradient takes
     the dynamic-shape path a TPU would not compile (``--fidelity tpu``).
+
+    The same holds for TF 2's class (``tf.compat.v2.distribute.TPUStrategy``,
+    what ``tpu-compat upgrade`` makes of TF 1.15's) in graph mode: TF 2.0-2.3
+    tested the class name the same way (r2.0/r2.1
+    tensorflow/python/keras/engine/training_distributed.py, r2.2/r2.3
+    training_distributed_v1.py, ``DistributionSingleWorkerTrainingLoop.fit``;
+    tf_keras's training_distributed_v1.py keeps it), so every emulated TPU
+    adapter takes it here.
     """
     signature = inspect.signature(original)
 
     @functools.wraps(original)
     def fit_loop(model, inputs, *args, **kwargs):
         strategy = getattr(model, "_distribution_strategy", None)
-        if (strategy is None or not is_emulated_v1_adapter(strategy)
+        if (strategy is None or not is_emulated_adapter(strategy)
                 or not graph_mode()
                 or not isinstance(inputs, tf.data.Dataset)
                 or (strategy.extended.steps_per_run <= 1
@@ -96,7 +105,7 @@ def emulated_train_step_fn(original, distributed_module, distributed_utils,
 
     @functools.wraps(original)
     def make_train_step_fn(model, mode, strategy, output_labels):
-        if not is_emulated_v1_adapter(strategy):
+        if not is_emulated_adapter(strategy):
             return original(model, mode, strategy, output_labels)
 
         def step_fn(ctx, inputs):
@@ -134,7 +143,7 @@ def emulated_validation_loop(original, arrays_module):
     @functools.wraps(original)
     def experimental_tpu_test_loop(model, dataset, verbose=0, steps=None,
                                    callbacks=None):
-        if not is_emulated_v1_adapter(model._distribution_strategy):  # pylint: disable=protected-access
+        if not is_emulated_adapter(model._distribution_strategy):  # pylint: disable=protected-access
             return original(model, dataset, verbose=verbose, steps=steps,
                             callbacks=callbacks)
         return arrays_module.test_loop(model, inputs=dataset, verbose=verbose,

@@ -194,7 +194,12 @@ RECORDS = (
                            f"{_TF_EXTENDED_V1}.experimental_run_steps_on_iterator"),
                 eras=("1.15",), removed_in="2.0",
                 replacement="a tf.function whose `for _ in tf.range(n)` loop calls "
-                                        "strategy.run(step_fn, args=(next(iterator),))",
+                                        "strategy.run(step_fn, args=(next(iterator),)); in a "
+                                        "TF 1.x graph, _run_steps_on_iterator(strategy, ...), "
+                                        "a while_loop helper upgrade writes into the module",
+                # In a TF 1.x graph: _run_steps_on_iterator(strategy, ...), a helper
+                # upgrade writes into the module (rewrites/_steps_loop.py).
+                rewrite=graph_loop("_run_steps_on_iterator"),
                 note="MultiStepContext outputs become loop variables.",
                 probe=(_DIST_LIB, "StrategyExtendedV1.experimental_run_steps_on_iterator")),
         LegacyAPI(
@@ -264,6 +269,8 @@ RECORDS = (
                 hook=calls(f"{_TF_EXTENDED_V1}.call_for_each_replica"),
                 eras=("1.15",), removed_in=None,
                 replacement="strategy.run(fn, args=..., kwargs=...)",
+                # In a TF 1.x graph (rewrites/graph_loop.py).
+                rewrite=graph_loop("run"),
                 note="The V2 StrategyExtended API does not list it.",
                 probe=(_DIST_LIB, "StrategyExtendedV1.call_for_each_replica")),
         # -- TPC020-TPC039: whole programs of the era (TF 2.0-2.3 Keras surface

@@ -11,7 +11,14 @@ In a module that runs a graph (it disables eager execution or names a
   (tensorflow/python/distribute/distribute_lib.py, r1.15, ``StrategyV1.experimental_run``
   and ``_call_for_each_replica``), which is ``run``'s ``args=(next element,)``;
 * ``sess.run(it.initialize())`` (TPC018) -> ``sess.run(it.initializer)``: the
-  same initializer ops, grouped (TF 1.15's own deprecation says to use it).
+  same initializer ops, grouped (TF 1.15's own deprecation says to use it);
+* ``strategy.extended.call_for_each_replica(fn, args, kwargs)`` (TPC019) ->
+  ``strategy.run(fn, args, kwargs)``: the same parameters, and in a graph
+  both call ``fn`` once per replica in the strategy's replica context (r1.15
+  distribute_lib.py ``StrategyExtendedV1.call_for_each_replica``; TF 2.21's
+  ``run`` of a strategy in graph mode is that call, autograph-converted);
+* ``strategy.extended.experimental_run_steps_on_iterator(...)`` (TPC012) ->
+  a helper written into the module (``_steps_loop``).
 
 Not in a graph program (eager code has no initializable iterator), or with
 arguments this cannot place, the TODO stays.
@@ -20,6 +27,7 @@ arguments this cannot place, the TODO stays.
 import libcst as cst
 
 from tpu_compat import legacy_api
+from tpu_compat.migrate.rewrites import _steps_loop
 from tpu_compat.migrate.rewrites._edit import Edit, arguments_by_name
 
 __all__ = ["KIND", "plan"]
@@ -41,6 +49,10 @@ def plan(planner, finding, rewrite):
         return _plan_iterator(planner, finding, call)
     if name == "experimental_run":
         return _plan_run(planner, finding, call)
+    if name == "experimental_run_steps_on_iterator":
+        return _steps_loop.plan(planner, finding, KIND)
+    if name == "call_for_each_replica":
+        return _plan_call_for_each_replica(planner, finding, call)
     if call.args:
         return "initialize() with arguments"
     planner.edit(finding, Edit(call, cst.Call, _initializer, KIND))
@@ -57,10 +69,6 @@ def _plan_iterator(planner, finding, call):
     # TF 1.15: make_dataset_iterator(self, dataset).
     if _only(call, ("dataset",)) is None:
         return "only make_dataset_iterator(dataset) is rewritten"
-    if any(f.rule == _STEPS_ON_ITERATOR for f in planner.findings):
-        # Its loop (MultiStepContext) needs the TF 2 form first; the iterator
-        # it is fed stays the one it was written for.
-        return "the module runs experimental_run_steps_on_iterator, which needs the TF 2 loop first"
     planner.edit(finding, Edit(call, cst.Call, _iterator, KIND))
     return None
 
@@ -74,6 +82,30 @@ def _plan_run(planner, finding, call):
         return "the receiver is an expression whose evaluation would move"
     planner.edit(finding, Edit(call, cst.Call, _run, KIND))
     return None
+
+
+def _plan_call_for_each_replica(planner, finding, call):
+    # TF 1.15: call_for_each_replica(self, fn, args=(), kwargs=None), run's first three.
+    if arguments_by_name(call, ("fn", "args", "kwargs")) is None:
+        return "only call_for_each_replica(fn, args, kwargs) is rewritten"
+    receiver = finding.site.node.value
+    if not (isinstance(receiver, cst.Attribute) and receiver.attr.value == "extended"
+            and finding.site.receiver_pure):
+        return "the receiver is not `<strategy>.extended`"
+    if any(f.rule == _STEPS_ON_ITERATOR and _steps_loop.problem(planner, f)
+           for f in planner.findings):
+        # A step function of TF 1.15's TPU loop ran inside tpu.replicate, where
+        # call_for_each_replica only entered the replica context: `run` would
+        # replicate again. Only with the loop rewritten is `fn` cross-replica.
+        return "the module's experimental_run_steps_on_iterator keeps its TODO"
+    planner.edit(finding, Edit(finding.site.node, cst.Attribute, _strategy_run, KIND))
+    return None
+
+
+def _strategy_run(original, updated):
+    """``S.extended.call_for_each_replica`` -> ``S.run``."""
+    del original
+    return cst.Attribute(updated.value.value, cst.Name("run"))
 
 
 def _iterator(original, updated):
