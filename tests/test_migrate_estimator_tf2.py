@@ -220,6 +220,28 @@ def test_the_driver_refuses_what_it_does_not_migrate_by_name():
         estimator.export_saved_model("out", None)
 
 
+@pytest.mark.requires_tf
+def test_train_skips_when_model_dir_reached_max_steps(tmp_path, tpu8):
+    """Estimator.train's early return (tensorflow_estimator r1.15 estimator.py): with
+    model_dir's checkpoint at max_steps, train() neither calls input_fn nor trains, so
+    a program re-run on a finished model_dir goes on to evaluate (mnist_tpu.py)."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    step = tf.Variable(4, dtype=tf.int64)
+    tf.compat.v1.train.Saver(var_list={"global_step": step}).save(None, str(tmp_path / "model.ckpt-4"))
+    estimator = estimator_tf2.TPUStrategyEstimator(lambda features: None, model_dir=str(tmp_path),
+                                                   use_tpu=False, train_batch_size=8)
+
+    def input_fn(params):
+        raise AssertionError("input_fn called")
+    assert estimator.train(input_fn, max_steps=4) is estimator
+    assert estimator.train(input_fn, max_steps=3) is estimator
+    with pytest.raises(ValueError, match="max_steps must be > 0, got 0"):
+        estimator.train(input_fn, max_steps=0)
+    with pytest.raises(AssertionError, match="input_fn called"):
+        estimator.train(input_fn, max_steps=5)
+
+
 BERT = "tpu_estimator_bert_legacy.py"
 
 

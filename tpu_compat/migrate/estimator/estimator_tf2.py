@@ -321,6 +321,13 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
         _WARM_START_RECORDERS[-1].append(request)
 
 
+def _checkpoint_step(checkpoint):
+    """The checkpoint's ``global_step``; 0 without one, as Estimator's
+    _load_global_step_from_checkpoint_dir (tensorflow_estimator r1.15)."""
+    reader = tf.train.load_checkpoint(checkpoint)
+    return int(reader.get_tensor("global_step")) if reader.has_tensor("global_step") else 0
+
+
 def _warm_start(checkpoint, assignment_map, by_name):
     """Assigns the checkpoint's tensors to the variables ``assignment_map`` names
     (checkpoint_utils._init_from_checkpoint's rules, TF 1.15), every replica's copy."""
@@ -580,6 +587,15 @@ class TPUStrategyEstimator:
                     "SessionRunHooks run around Session.run calls, which TF 2 does not make")
         if (steps is None) == (max_steps is None):
             raise ValueError("TPUEstimator.train needs exactly one of steps and max_steps")
+        if max_steps is not None and max_steps <= 0:
+            raise ValueError(f"TPUEstimator.train max_steps must be > 0, got {max_steps}")
+        # Estimator.train returned at once, before input_fn, when model_dir's checkpoint
+        # had reached max_steps (tensorflow_estimator r1.15 estimator.py, train): a
+        # program re-run on its finished model_dir goes straight to evaluate.
+        latest = self.latest_checkpoint() if max_steps is not None else None
+        if latest and max_steps <= _checkpoint_step(latest):
+            logging.info("Skipping training since max_steps has already saved.")
+            return self
         strategy, replicas = self.strategy, self._replicas(ModeKeys.TRAIN)
         state = self._state_for_run()
         iterator = iter(self._dataset(input_fn, ModeKeys.TRAIN, replicas))
