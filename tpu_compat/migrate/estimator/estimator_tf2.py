@@ -44,8 +44,8 @@ import tensorflow as tf
 from absl import logging
 
 __all__ = ["CrossReplicaOptimizer", "InputPipelineConfig", "ModeKeys", "RunConfig",
-           "TPUConfig", "TPUEstimatorSpec", "TPUStrategyEstimator", "init_from_checkpoint",
-           "layer_norm"]
+           "TPUConfig", "TPUEstimatorSpec", "TPUStrategyEstimator", "bfloat16_scope",
+           "init_from_checkpoint", "layer_norm"]
 
 
 def _track_tf1_style_variables():
@@ -997,6 +997,26 @@ def _keeping_summary_writers(kept):
         yield
     finally:
         writer_class.__init__ = original
+
+
+@contextlib.contextmanager
+def bfloat16_scope(name=None):
+    """``tf.compat.v1.tpu.bfloat16_scope`` of TF 1.15 (tensorflow/python/tpu/bfloat16.py):
+    a variable scope whose getter stores a variable requested as bfloat16 as float32
+    and reads it cast to bfloat16, so the model computes in bfloat16 and its
+    checkpoint holds the float32 variables under the same names."""
+
+    def getter(next_getter, *args, **kwargs):
+        cast = kwargs.get("dtype") == tf.bfloat16
+        if cast:
+            kwargs["dtype"] = tf.float32
+        variable = next_getter(*args, **kwargs)
+        # Batch norm assigns to what the getter returns: its float32 variables stay
+        # variables (only bfloat16 requests are cast), as in TF's getter.
+        return tf.cast(variable, tf.bfloat16) if cast else variable
+
+    with tf.compat.v1.variable_scope(name or "", custom_getter=getter) as scope:
+        yield scope
 
 
 def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None,
