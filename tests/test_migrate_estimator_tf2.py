@@ -95,6 +95,44 @@ def test_from_imports_get_a_todo_custom_v1_optimizers_and_warm_starts_do_not():
     assert "scaffold_fn=s)" in migrated.text     # the driver runs scaffold_fn
 
 
+def test_bfloat16_scope_and_graph_mode_switch():
+    """tf.tpu.bfloat16_scope becomes the driver's (TF's getter, written there); the
+    program's disable_v2_behavior() goes (the driver's loop needs eager; model_fn
+    still runs in a graph, the tf.function's), leaving a comment saying so."""
+    source = (V1 + "e = tf.estimator.tpu.TPUEstimator(model_fn=f)\n"
+              "with tf.tpu.bfloat16_scope():\n    x = g()\n"
+              "if __name__ == '__main__':\n  tf.disable_v2_behavior()\n  app.run(main)\n")
+    migrated = to_tf2.migrate_text(source)
+    assert "with tpu_estimator_tf2.bfloat16_scope():\n" in migrated.text
+    assert ("if __name__ == '__main__':\n  # tpu_compat: tf.disable_v2_behavior() removed "
+            "(upgrade --estimator-to-tf2): the TF 2 driver runs model_fn in a tf.function, as "
+            "TPUEstimator ran it in a graph\n  pass\n  app.run(main)\n") in migrated.text
+    assert not any(note.todo for note in migrated.notes)
+    assert {note.rule for note in migrated.notes} == {"TPC070", "TPC048"}
+    assert to_tf2.migrate_text(migrated.text).text == migrated.text
+    # a program without a TPUEstimator keeps its switch
+    alone = V1 + "tf.compat.v1.disable_eager_execution()\n"
+    assert to_tf2.migrate_text(alone).notes == []
+
+
+@pytest.mark.requires_tf
+def test_the_drivers_bfloat16_scope_is_tfs(tpu8):
+    """The same float32 variables by the same names, read as bfloat16, as under
+    tf.compat.v1.tpu.bfloat16_scope (both built in a TF 1 graph)."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    built = []
+    for scope in (estimator_tf2.bfloat16_scope, tf.compat.v1.tpu.bfloat16_scope):
+        with tf.Graph().as_default():
+            with scope():
+                w = tf.compat.v1.get_variable("w", [2], tf.bfloat16)
+                b = tf.compat.v1.get_variable("b", [2], tf.float32)
+            built.append((w.dtype, b.dtype, [(v.name, v.dtype) for v in tf.compat.v1.global_variables()]))
+    assert built[0] == built[1]
+    assert (built[0][0], built[0][1].base_dtype) == (tf.bfloat16, tf.float32)
+    assert [dtype.base_dtype for _, dtype in built[0][2]] == [tf.float32, tf.float32]
+
+
 def test_a_program_without_tpu_estimator_is_left_alone():
     source = V1 + "o = tf.tpu.CrossShardOptimizer(o)\nm = tf.estimator.ModeKeys.TRAIN\n"
     assert to_tf2.migrate_text(source).notes == []

@@ -1006,16 +1006,17 @@ def bfloat16_scope(name=None):
     and reads it cast to bfloat16, so the model computes in bfloat16 and its
     checkpoint holds the float32 variables under the same names."""
 
-    def getter(next_getter, *args, **kwargs):
+    # TF calls a custom getter with the next one as keyword `getter`.
+    def custom_getter(getter, *args, **kwargs):
         cast = kwargs.get("dtype") == tf.bfloat16
         if cast:
             kwargs["dtype"] = tf.float32
-        variable = next_getter(*args, **kwargs)
+        variable = getter(*args, **kwargs)
         # Batch norm assigns to what the getter returns: its float32 variables stay
         # variables (only bfloat16 requests are cast), as in TF's getter.
         return tf.cast(variable, tf.bfloat16) if cast else variable
 
-    with tf.compat.v1.variable_scope(name or "", custom_getter=getter) as scope:
+    with tf.compat.v1.variable_scope(name or "", custom_getter=custom_getter) as scope:
         yield scope
 
 
