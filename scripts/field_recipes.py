@@ -52,6 +52,8 @@ class Recipe(NamedTuple):
     # and shuffles that no two programs draw alike; an evaluation of the same weights does not.
     eval_args: Tuple[str, ...] = ()
     eval_only_args: Tuple[str, ...] = ()
+    # The lines the evaluation of that checkpoint must repeat; empty: EVAL_NUMBERS.
+    eval_numbers: Tuple[str, ...] = ()
 
 
 # The lines TPUEstimator prints and the TF 2 driver (tpu_estimator_tf2.py) prints the same way:
@@ -91,6 +93,10 @@ RECIPES = [
               "--eval_steps=1", "--iterations=2", "--num_shards=8", "--use_tpu=True"),
         data_gen=("mnist_tfrecords", "n=256"), data="256 random 28x28 images per split as MNIST TFRecords",
         expect=r'Prediction is "\d"', extract=("models/official/mnist",),
+        # The legacy model_dir is at --train_steps already: train() returns at once, as
+        # Estimator.train did, and evaluate and predict run on the legacy weights.
+        eval_only_args=("--train_steps=4",),
+        eval_numbers=(r"Saving dict for global step \d+: .*", r'Prediction is "\d" \([\d.]+%\)'),
         survey=TPU_FORKS.format(n=7, path="models/official/mnist/mnist_tpu.py")
                + "; the Cloud TPU MNIST tutorial's program"),
     Recipe(
