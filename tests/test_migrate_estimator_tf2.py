@@ -133,6 +133,41 @@ def test_the_drivers_bfloat16_scope_is_tfs(tpu8):
     assert [dtype.base_dtype for _, dtype in built[0][2]] == [tf.float32, tf.float32]
 
 
+def test_cross_replica_sum_in_a_programs_module_becomes_the_drivers():
+    """SimCLR's resnet.py and objective.py, EfficientNet's utils.py: the batch-norm and
+    concat sums of a TPUEstimator program's modules, group_assignment kept."""
+    source = (V1 + "def average(t, groups):\n"
+              "  return tf.tpu.cross_replica_sum(t, groups) / 8.0\n")
+    migrated = to_tf2.migrate_text(source, helper=True)
+    assert "  return tpu_estimator_tf2.cross_replica_sum(t, groups) / 8.0\n" in migrated.text
+    assert [(n.rule, n.todo) for n in migrated.notes] == [("TPC042", "")]
+
+
+@pytest.mark.requires_tf
+def test_the_drivers_cross_replica_sum_is_the_sum_over_each_group(tpu8):
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tpu_compat.distribute import TPUStrategy  # pylint: disable=import-outside-toplevel
+    from tpu_compat.distribute.cluster_resolver import TPUClusterResolver  # pylint: disable=import-outside-toplevel
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    del tpu8
+    strategy = TPUStrategy(TPUClusterResolver(tpu=""))
+
+    def step():
+        replica = tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group, tf.float32)
+        x = tf.stack([replica + 1.0, 10.0 * replica])
+        return (estimator_tf2.cross_replica_sum(x),
+                estimator_tf2.cross_replica_sum(x, [[0, 1, 2, 3], [4, 5, 6, 7]]),
+                estimator_tf2.cross_replica_sum(x, [[0, 2, 4, 6], [1, 3, 5, 7]]))
+
+    results = tf.function(lambda: strategy.run(step))()
+    local = [[r.numpy().tolist() for r in strategy.experimental_local_results(t)] for t in results]
+    assert local[0] == [[36.0, 280.0]] * 8
+    assert local[1] == [[10.0, 60.0]] * 4 + [[26.0, 220.0]] * 4
+    assert local[2] == [[16.0, 120.0], [20.0, 160.0]] * 4
+    with pytest.raises(ValueError, match=r"group_assignment \[\[0, 1\]\] must split replicas 0..7"):
+        strategy.run(lambda: estimator_tf2.cross_replica_sum(tf.constant(1.0), [[0, 1]]))
+
+
 def test_a_program_without_tpu_estimator_is_left_alone():
     source = V1 + "o = tf.tpu.CrossShardOptimizer(o)\nm = tf.estimator.ModeKeys.TRAIN\n"
     assert to_tf2.migrate_text(source).notes == []

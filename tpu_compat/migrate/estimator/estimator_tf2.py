@@ -45,7 +45,7 @@ from absl import logging
 
 __all__ = ["CrossReplicaOptimizer", "InputPipelineConfig", "ModeKeys", "RunConfig",
            "TPUConfig", "TPUEstimatorSpec", "TPUStrategyEstimator", "bfloat16_scope",
-           "init_from_checkpoint", "layer_norm"]
+           "cross_replica_sum", "init_from_checkpoint", "layer_norm"]
 
 
 def _track_tf1_style_variables():
@@ -997,6 +997,32 @@ def _keeping_summary_writers(kept):
         yield
     finally:
         writer_class.__init__ = original
+
+
+def cross_replica_sum(x, group_assignment=None, name=None):
+    """``tf.tpu.cross_replica_sum`` (TF 1.15 tensorflow/python/tpu/ops/tpu_ops.py) in the
+    replica step: ``x`` summed over all replicas, or over the replica's group of
+    ``group_assignment`` (a list of equal-sized lists of replica ids), through the TF 2
+    replica context's ``all_reduce``. A group's sum is the all-reduce of each replica's
+    ``x`` placed in its group's row (zeros elsewhere), so its additions are the group's."""
+    del name
+    context = tf.distribute.get_replica_context()
+    if group_assignment is None:
+        return context.all_reduce(tf.distribute.ReduceOp.SUM, x)
+    groups = [list(group) for group in group_assignment]
+    replicas = context.num_replicas_in_sync
+    if sorted(r for group in groups for r in group) != list(range(replicas)) or (
+            len({len(group) for group in groups}) != 1):
+        raise ValueError(f"cross_replica_sum: group_assignment {groups} must split replicas "
+                         f"0..{replicas - 1} into groups of one size")
+    group_of = [0] * replicas
+    for index, group in enumerate(groups):
+        for replica in group:
+            group_of[replica] = index
+    mine = tf.gather(tf.constant(group_of), context.replica_id_in_sync_group)
+    x = tf.convert_to_tensor(x)
+    rows = tf.scatter_nd([[mine]], [x], tf.concat([[len(groups)], tf.shape(x)], axis=0))
+    return tf.gather(context.all_reduce(tf.distribute.ReduceOp.SUM, rows), mine)
 
 
 @contextlib.contextmanager

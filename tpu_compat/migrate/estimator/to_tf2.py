@@ -71,6 +71,9 @@ _RENAMES.update({
 # the same numbers and checkpoint names, where Keras mixed precision would change both.
 _RENAMES.update({f"tensorflow.{p}tpu.bfloat16_scope": ("bfloat16_scope", "TPC048")
                  for p in ("", "compat.v1.", "contrib.")})
+# The replica context's all_reduce (group_assignment kept): the same sum.
+_RENAMES.update({f"tensorflow.{p}tpu.cross_replica_sum": ("cross_replica_sum", "TPC042")
+                 for p in ("", "compat.v1.", "contrib.")})
 
 # A program's switch to graph mode for the whole process. TPUEstimator built model_fn's
 # graph itself; the driver traces it in a tf.function, and its loop, iterators and
