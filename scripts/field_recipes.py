@@ -444,6 +444,16 @@ TF2_NOTES = {
                   "'estmig''s item). Its training numbers differ from the legacy run's in any case: "
                   "its model draws dropout masks (rate 0.4) and its input shuffles, which a TF 1 graph "
                   "and a TF 2 function draw differently (step 2 loss 2.2650 migrated, 2.2726 legacy)."),
+    "tpu-resnet": ("passes: migrated with 10 TODOs, none on the path the recipe runs (export, async "
+                   "checkpointing's hooks and its contrib import, the Bigtable input, autoaugment's "
+                   "HParams), run strict from the legacy model.ckpt-0 (restored), it prints the unchanged "
+                   "run's losses to every digit (step 1: 7.3434644, final 7.342505; 8 replicas, "
+                   "bfloat16). Three fixes got it there: `tf.disable_v2_behavior()` (the driver's loop "
+                   "needs eager; removed), `tf.tpu.bfloat16_scope` (TPC048; the driver's, TF's getter) "
+                   "and fidelity tpu's float64 lint, which reported the int32 truediv of static shapes "
+                   "that `transpose_input` computes (XLA folds it). The migrated run took 334 s (the "
+                   "unchanged one 337 s, load 9; a probe at load 10 took 473 s, over the 300 s budget, "
+                   "now 900 s): the driver traces model_fn twice (its variables, then the loop)."),
     "tpu-cifar-keras": ("`from tensorflow.contrib import keras` (TPC104, a TODO: tf_keras would have to "
                         "build its layers inside the driver's tf.function) stops the strict run at the "
                         "import."),
