@@ -315,6 +315,28 @@ def test_train_skips_when_model_dir_reached_max_steps(tmp_path, tpu8):
         estimator.train(input_fn, max_steps=5)
 
 
+@pytest.mark.requires_tf
+def test_sliced_evaluation_input_is_the_hosts_batch_split(monkeypatch):
+    """SimCLR's TPUConfig(eval_training_input_configuration=SLICED): input_fn once with
+    the whole eval batch, split across the replicas (PER_HOST_V1's split on one host);
+    training keeps per_host_input_for_training."""
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    pipelines = estimator_tf2.InputPipelineConfig
+    config = estimator_tf2.RunConfig(tpu_config=estimator_tf2.TPUConfig(
+        per_host_input_for_training=pipelines.PER_HOST_V2,
+        eval_training_input_configuration=pipelines.SLICED), model_dir="d")
+    estimator = estimator_tf2.TPUStrategyEstimator(lambda features: None, config=config,
+                                                   train_batch_size=16, eval_batch_size=16)
+    chosen = []
+    monkeypatch.setattr(estimator_tf2, "_replica_batches",
+                        lambda input_fn, params, pipeline, replicas, batch: chosen.append(pipeline))
+    monkeypatch.setattr(estimator_tf2.TPUStrategyEstimator, "strategy", property(
+        lambda self: type("S", (), {"distribute_datasets_from_function": lambda s, f: f})()))
+    estimator._dataset(None, estimator_tf2.ModeKeys.EVAL, 8)
+    estimator._dataset(None, estimator_tf2.ModeKeys.TRAIN, 8)
+    assert chosen == [pipelines.PER_HOST_V1, pipelines.PER_HOST_V2]
+
+
 BERT = "tpu_estimator_bert_legacy.py"
 
 

@@ -70,6 +70,7 @@ class InputPipelineConfig:
     PER_HOST_V1 = 2
     PER_HOST_V2 = 3
     BROADCAST = 4
+    SLICED = 5      # eval_training_input_configuration only (SimCLR's evaluation)
 
 
 def _refuse(what, value, why):
@@ -105,6 +106,7 @@ class TPUConfig:
             raise ValueError(f"TPUConfig: experimental_host_call_every_n_steps must be a "
                              f"positive int, given: {experimental_host_call_every_n_steps!r}")
         self.experimental_host_call_every_n_steps = experimental_host_call_every_n_steps
+        self.eval_training_input_configuration = eval_training_input_configuration
 
 
 class RunConfig:
@@ -573,6 +575,11 @@ class TPUStrategyEstimator:
         if mode != ModeKeys.TRAIN:
             pipeline = InputPipelineConfig.PER_HOST_V1 if pipeline in (
                 InputPipelineConfig.PER_HOST_V1, InputPipelineConfig.PER_SHARD_V1) else pipeline
+        if mode == ModeKeys.EVAL and (self.config.tpu_config.eval_training_input_configuration
+                                      == InputPipelineConfig.SLICED):
+            # SLICED: input_fn once on host 0 with the whole eval batch, each replica a
+            # slice in order; this driver's one host makes that PER_HOST_V1's split.
+            pipeline = InputPipelineConfig.PER_HOST_V1
         params = dict(self._params, use_tpu=self._use_tpu)
         dataset_fn = _replica_batches(input_fn, params, pipeline, replicas, global_batch)
         if replicas == 1 and mode == ModeKeys.EVAL and not self._eval_on_tpu:
