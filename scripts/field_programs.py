@@ -623,7 +623,8 @@ def run_estimator_tf2(recipe, mirror, workdir, tpu_compat, site=()):
     row["reference"] = {key: reference.get(key) for key in ("passed", "seconds", "reason", "log")}
     row = judge_numbers(recipe, row, reference)
     if row["reason"].startswith(NUMBERS_DIFFER):
-        row = repeat_reference(recipe, row, reference, mirror, workdir, tpu_compat, site)
+        row = repeat_reference(recipe, row, reference, mirror, workdir, tpu_compat, site,
+                               start_from=(step_zero, False))
     if recipe.eval_only_args and row.get("log"):
         # The reference's final checkpoint evaluated by the migrated program (a copy of its
         # model_dir): the same weights, so the same metrics.
@@ -641,13 +642,15 @@ def run_estimator_tf2(recipe, mirror, workdir, tpu_compat, site=()):
 NUMBERS_DIFFER = "numbers differ: "
 
 
-def repeat_reference(recipe, row, reference, mirror, workdir, tpu_compat, site=()):
+def repeat_reference(recipe, row, reference, mirror, workdir, tpu_compat, site=(), start_from=None):
     """When the migrated run's numbers differ: does the unchanged program repeat its own?
-    A second unchanged run, its numbers against the first's. A program that draws unseeded
-    randomness (mnist_tpu.py's dropout and shuffle) does not, so no migration of it can print
-    its numbers: the row says so (``unrepeatable``, its own verdict), and is no pass."""
+    A second unchanged run from the first one's step-0 checkpoint (``start_from``, as the
+    migrated run starts: the same initial weights), its numbers against the first's. A
+    program that draws unseeded randomness while it trains (mnist_tpu.py's dropout and
+    shuffle) does not, so no migration of it can print its numbers: the row says so
+    (``unrepeatable``, its own verdict), and is no pass."""
     again = run_one(recipe._replace(args=recipe.args + recipe.eval_args), "unchanged", mirror,
-                    workdir, tpu_compat, site)
+                    workdir, tpu_compat, site, start_from=start_from)
     repeated = {key: again.get(key) for key in ("passed", "seconds", "reason", "log")}
     if again["passed"]:
         patterns = numbers_patterns(recipe)
@@ -983,9 +986,10 @@ printed losses and eval metrics compared with a run of the unchanged program (`t
 the migrated run starting from that run's step-0 checkpoint (`model.ckpt-0`: the same initial
 weights, which also shows it restores the legacy model_dir); tolerance rtol 1e-4, atol 1e-6, as
 `verify`. A program passes only when the migrated run passes strict and prints the unchanged
-run's numbers. When they differ, the unchanged program runs a second time: one that does not
-repeat its own numbers (it draws unseeded randomness: dropout, shuffles) cannot be matched by any
-migration, and its verdict says so ("the original does not repeat its numbers"; no pass).
+run's numbers. When they differ, the unchanged program runs a second time, from the same
+`model.ckpt-0`: one that does not repeat its own numbers (it draws unseeded randomness while it
+trains: dropout, shuffles) cannot be matched by any migration, and its verdict says so ("the
+original does not repeat its numbers"; no pass).
 **{passed} of {total}** pass ({ran} run; the rest were upgraded only, their TODOs counted);
 **{unrepeatable} of {total}** run strict where the original does not repeat its own numbers.
 **{same_eval} of {total}** run strict and, evaluating the legacy run's final checkpoint, print the
