@@ -337,6 +337,24 @@ def test_sliced_evaluation_input_is_the_hosts_batch_split(monkeypatch):
     assert chosen == [pipelines.PER_HOST_V1, pipelines.PER_HOST_V2]
 
 
+@pytest.mark.requires_tf
+def test_an_input_fn_returning_an_iterators_tensors_feeds_each_step_the_next_batch(tpu8):
+    """SimCLR's data.py returns ``make_one_shot_iterator(dataset).get_next()``; TPUEstimator
+    ran it again each step: the driver's dataset gives the next batch each time, then ends."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    del tpu8
+
+    def input_fn(params):
+        dataset = tf.data.Dataset.range(6).batch(params["batch_size"])
+        batch = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+        return batch, {"labels": batch * 10}
+
+    dataset = estimator_tf2._input_dataset(input_fn, {"batch_size": 2})
+    got = [(f.numpy().tolist(), l["labels"].numpy().tolist()) for f, l in dataset]
+    assert got == [([0, 1], [0, 10]), ([2, 3], [20, 30]), ([4, 5], [40, 50])]
+
+
 BERT = "tpu_estimator_bert_legacy.py"
 
 

@@ -404,6 +404,28 @@ def _features_and_labels(batch):
 
 
 
+def _input_dataset(input_fn, params):
+    """input_fn's dataset. An input_fn may also return its batch as tensors, TF 1's
+    ``(features, labels)`` of ``make_one_shot_iterator(dataset).get_next()`` (SimCLR's
+    data.py), which TPUEstimator re-ran each step: here input_fn is built once in a TF 1
+    graph (``wrap_function``) and each call of it is the next batch, until the
+    iterator ends."""
+    first = input_fn(params)
+    if isinstance(first, tf.data.Dataset):
+        return first
+    graph_fn = tf.compat.v1.wrap_function(lambda: input_fn(params), [])
+    spec = tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype), first)
+
+    def batches():
+        while True:
+            try:
+                yield graph_fn()
+            except tf.errors.OutOfRangeError:
+                return
+
+    return tf.data.Dataset.from_generator(batches, output_signature=spec)
+
+
 def _replica_batches(input_fn, params, pipeline, replicas, global_batch):
     """The dataset function for ``distribute_datasets_from_function``: per replica
     batches in the order TPUEstimator fed the replicas (replica i gets the i-th)."""
@@ -412,17 +434,18 @@ def _replica_batches(input_fn, params, pipeline, replicas, global_batch):
     def dataset_fn(context):
         del context  # one host: the function is called once
         if pipeline == InputPipelineConfig.PER_HOST_V2:
-            return input_fn(dict(params, batch_size=per_replica))
+            return _input_dataset(input_fn, dict(params, batch_size=per_replica))
         if pipeline == InputPipelineConfig.PER_SHARD_V1:
             # TF 1.15 called input_fn once per shard, each with the shard's batch;
             # the shards' datasets are taken in turn, one batch each.
-            datasets = [input_fn(dict(params, batch_size=per_replica)) for _ in range(replicas)]
+            datasets = [_input_dataset(input_fn, dict(params, batch_size=per_replica))
+                        for _ in range(replicas)]
             if replicas == 1:
                 return datasets[0]
             return tf.data.Dataset.choose_from_datasets(
                 datasets, tf.data.Dataset.range(replicas).repeat())
         # PER_HOST_V1: the host's whole batch, split in order along the batch axis.
-        dataset = input_fn(dict(params, batch_size=global_batch))
+        dataset = _input_dataset(input_fn, dict(params, batch_size=global_batch))
         return dataset.rebatch(per_replica) if replicas > 1 else dataset
 
     return dataset_fn
