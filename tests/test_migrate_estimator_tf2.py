@@ -354,6 +354,13 @@ def test_an_input_fn_returning_an_iterators_tensors_feeds_each_step_the_next_bat
     got = [(f.numpy().tolist(), l["labels"].numpy().tolist()) for f, l in dataset]
     assert got == [([0, 1], [0, 10]), ([2, 3], [20, 30]), ([4, 5], [40, 50])]
 
+    def shuffled_input_fn(params):
+        dataset = tf.data.Dataset.range(6).shuffle(6).batch(params["batch_size"])
+        return tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+
+    with pytest.raises(ValueError, match="return the dataset itself from input_fn"):
+        estimator_tf2._input_dataset(shuffled_input_fn, {"batch_size": 2})
+
 
 BERT = "tpu_estimator_bert_legacy.py"
 

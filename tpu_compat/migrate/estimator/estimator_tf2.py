@@ -413,7 +413,18 @@ def _input_dataset(input_fn, params):
     first = input_fn(params)
     if isinstance(first, tf.data.Dataset):
         return first
-    graph_fn = tf.compat.v1.wrap_function(lambda: input_fn(params), [])
+    try:
+        graph_fn = tf.compat.v1.wrap_function(lambda: input_fn(params), [])
+    except ValueError as error:
+        if "Cannot capture a stateful node" not in str(error):
+            raise
+        # TF 2's shuffle and random ops hold a seed generator, which a TF 1 one-shot
+        # iterator cannot capture by value (TF 1.15's graph datasets had none).
+        raise ValueError(
+            "input_fn returned its batch as tensors of make_one_shot_iterator(dataset)."
+            "get_next(), and its dataset holds a stateful op (a shuffle or random map): "
+            "in TF 2 such an iterator cannot be built; return the dataset itself from "
+            f"input_fn (TensorFlow said: {str(error).split(':', 1)[0]})") from error
     spec = tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype), first)
 
     def batches():
