@@ -465,6 +465,16 @@ TF2_NOTES = {
                    "that `transpose_input` computes (XLA folds it). The migrated run took 334 s (the "
                    "unchanged one 337 s, load 9; a probe at load 10 took 473 s, over the 300 s budget, "
                    "now 900 s): the driver traces model_fn twice (its variables, then the loop)."),
+    "simclr-tf1": ("0 TODOs (from 2: `tf.tpu.cross_replica_sum` in resnet.py's batch norm and "
+                   "objective.py's concat is now the driver's `cross_replica_sum`; its "
+                   "`eval_training_input_configuration=SLICED` is taken). Not a pass yet: a probe run "
+                   "of the migrated program (outside the runner, fresh weights, 2026-11-29) stops at "
+                   "its input. data.py's input_fn returns `make_one_shot_iterator(dataset).get_next()` "
+                   "over a shuffled, randomly augmented dataset; TF 2 cannot build a one-shot iterator "
+                   "over a dataset that holds a seed generator (\"Cannot capture a stateful node\"), "
+                   "and the driver now refuses it naming the fix (return the dataset from input_fn). "
+                   "Its augmentation and shuffle are unseeded, so its training numbers could at best "
+                   "be \"the original does not repeat its numbers\"."),
     "tpu-cifar-keras": ("`from tensorflow.contrib import keras` (TPC104, a TODO: tf_keras would have to "
                         "build its layers inside the driver's tf.function) stops the strict run at the "
                         "import."),
