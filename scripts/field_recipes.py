@@ -467,9 +467,9 @@ TF2_NOTES = {
                    "now 900 s): the driver traces model_fn twice (its variables, then the loop)."),
     "simclr-tf1": ("0 TODOs (from 2: `tf.tpu.cross_replica_sum` in resnet.py's batch norm and "
                    "objective.py's concat is now the driver's `cross_replica_sum`; its "
-                   "`eval_training_input_configuration=SLICED` is taken). Not a pass yet: a probe run "
-                   "of the migrated program (outside the runner, fresh weights, 2026-11-29) stops at "
-                   "its input. data.py's input_fn returns `make_one_shot_iterator(dataset).get_next()` "
+                   "`eval_training_input_configuration=SLICED` is taken). Not a pass yet: the unchanged "
+                   "run passed (1225 s, --timeout 2400, load 9-12); the migrated run, from its "
+                   "model.ckpt-0, stops at its input in 20 s. data.py's input_fn returns `make_one_shot_iterator(dataset).get_next()` "
                    "over a shuffled, randomly augmented dataset; TF 2 cannot build a one-shot iterator "
                    "over a dataset that holds a seed generator (\"Cannot capture a stateful node\"), "
                    "and the driver now refuses it naming the fix (return the dataset from input_fn). "
