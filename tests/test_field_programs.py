@@ -344,6 +344,36 @@ def test_compare_numbers_uses_verifys_tolerance_and_names_the_first_difference()
     assert fp.compare_numbers(nan, nan) is None
 
 
+def test_a_difference_is_judged_against_a_second_run_of_the_unchanged_program(tmp_path, monkeypatch):
+    """Numbers differ: the unchanged program runs again. If it does not repeat its own
+    numbers (mnist_tpu.py: unseeded dropout and shuffle), the row says so, with its own
+    verdict, and is no pass; if it does, the difference stays the migration's."""
+    recipe = _recipe()
+    (tmp_path / "ref.log").write_text(_TPUESTIMATOR_LOG)
+    (tmp_path / "again.log").write_text(_TPUESTIMATOR_LOG.replace("2.25", "2.375"))
+    (tmp_path / "off.log").write_text(_TPUESTIMATOR_LOG.replace("2.25", "2.5"))
+    reference = {"passed": True, "reason": "", "log": str(tmp_path / "ref.log")}
+
+    def judged(second_log):
+        monkeypatch.setattr(fp, "run_one", lambda *a, **k: {
+            "passed": True, "seconds": 1.0, "reason": "", "log": str(tmp_path / second_log)})
+        row = fp.judge_numbers(recipe, {"name": recipe.name, "mode": fp.TF2_MODE, "passed": True,
+                                        "seconds": 2.0, "reason": "",
+                                        "log": str(tmp_path / "off.log")}, reference)
+        return fp.repeat_reference(recipe, row, reference, None, tmp_path, ["tpu-compat"])
+
+    random = judged("again.log")
+    assert random["unrepeatable"] and not random["passed"]
+    assert random["reason"] == (
+        "the unchanged program does not repeat its own numbers (number 3 of `Loss for final step: #.`: "
+        "first unchanged 2.25, second unchanged 2.375); migrated: number 3 of `Loss for final step: #.`: "
+        "unchanged 2.25, migrated 2.5")
+    assert fp._verdict(random) == "runs strict; the original does not repeat its numbers (2 s)"
+    repeated = judged("ref.log")
+    assert not repeated.get("unrepeatable") and repeated["reference_repeated"]["difference"] is None
+    assert repeated["reason"].startswith("numbers differ: ") and fp._verdict(repeated) == "fail (2 s)"
+
+
 def test_judge_numbers_passes_only_a_strict_run_with_the_references_numbers(tmp_path):
     recipe = _recipe()
     (tmp_path / "ref.log").write_text(_TPUESTIMATOR_LOG)

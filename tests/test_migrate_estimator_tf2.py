@@ -95,6 +95,79 @@ def test_from_imports_get_a_todo_custom_v1_optimizers_and_warm_starts_do_not():
     assert "scaffold_fn=s)" in migrated.text     # the driver runs scaffold_fn
 
 
+def test_bfloat16_scope_and_graph_mode_switch():
+    """tf.tpu.bfloat16_scope becomes the driver's (TF's getter, written there); the
+    program's disable_v2_behavior() goes (the driver's loop needs eager; model_fn
+    still runs in a graph, the tf.function's), leaving a comment saying so."""
+    source = (V1 + "e = tf.estimator.tpu.TPUEstimator(model_fn=f)\n"
+              "with tf.tpu.bfloat16_scope():\n    x = g()\n"
+              "if __name__ == '__main__':\n  tf.disable_v2_behavior()\n  app.run(main)\n")
+    migrated = to_tf2.migrate_text(source)
+    assert "with tpu_estimator_tf2.bfloat16_scope():\n" in migrated.text
+    assert ("if __name__ == '__main__':\n  # tpu_compat: tf.disable_v2_behavior() removed "
+            "(upgrade --estimator-to-tf2): the TF 2 driver runs model_fn in a tf.function, as "
+            "TPUEstimator ran it in a graph\n  pass\n  app.run(main)\n") in migrated.text
+    assert not any(note.todo for note in migrated.notes)
+    assert {note.rule for note in migrated.notes} == {"TPC070", "TPC048"}
+    assert to_tf2.migrate_text(migrated.text).text == migrated.text
+    # a program without a TPUEstimator keeps its switch
+    alone = V1 + "tf.compat.v1.disable_eager_execution()\n"
+    assert to_tf2.migrate_text(alone).notes == []
+
+
+@pytest.mark.requires_tf
+def test_the_drivers_bfloat16_scope_is_tfs(tpu8):
+    """The same float32 variables by the same names, read as bfloat16, as under
+    tf.compat.v1.tpu.bfloat16_scope (both built in a TF 1 graph)."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    built = []
+    for scope in (estimator_tf2.bfloat16_scope, tf.compat.v1.tpu.bfloat16_scope):
+        with tf.Graph().as_default():
+            with scope():
+                w = tf.compat.v1.get_variable("w", [2], tf.bfloat16)
+                b = tf.compat.v1.get_variable("b", [2], tf.float32)
+            built.append((w.dtype, b.dtype, [(v.name, v.dtype) for v in tf.compat.v1.global_variables()]))
+    assert built[0] == built[1]
+    assert (built[0][0], built[0][1].base_dtype) == (tf.bfloat16, tf.float32)
+    assert [dtype.base_dtype for _, dtype in built[0][2]] == [tf.float32, tf.float32]
+
+
+def test_cross_replica_sum_in_a_programs_module_becomes_the_drivers():
+    """SimCLR's resnet.py and objective.py, EfficientNet's utils.py: the batch-norm and
+    concat sums of a TPUEstimator program's modules, group_assignment kept."""
+    source = (V1 + "def average(t, groups):\n"
+              "  return tf.tpu.cross_replica_sum(t, groups) / 8.0\n")
+    migrated = to_tf2.migrate_text(source, helper=True)
+    assert "  return tpu_estimator_tf2.cross_replica_sum(t, groups) / 8.0\n" in migrated.text
+    assert [(n.rule, n.todo) for n in migrated.notes] == [("TPC042", "")]
+
+
+@pytest.mark.requires_tf
+def test_the_drivers_cross_replica_sum_is_the_sum_over_each_group(tpu8):
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tpu_compat.distribute import TPUStrategy  # pylint: disable=import-outside-toplevel
+    from tpu_compat.distribute.cluster_resolver import TPUClusterResolver  # pylint: disable=import-outside-toplevel
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    del tpu8
+    strategy = TPUStrategy(TPUClusterResolver(tpu=""))
+
+    def step():
+        replica = tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group, tf.float32)
+        x = tf.stack([replica + 1.0, 10.0 * replica])
+        return (estimator_tf2.cross_replica_sum(x),
+                estimator_tf2.cross_replica_sum(x, [[0, 1, 2, 3], [4, 5, 6, 7]]),
+                estimator_tf2.cross_replica_sum(x, [[0, 2, 4, 6], [1, 3, 5, 7]]))
+
+    results = tf.function(lambda: strategy.run(step))()
+    local = [[r.numpy().tolist() for r in strategy.experimental_local_results(t)] for t in results]
+    assert local[0] == [[36.0, 280.0]] * 8
+    assert local[1] == [[10.0, 60.0]] * 4 + [[26.0, 220.0]] * 4
+    assert local[2] == [[16.0, 120.0], [20.0, 160.0]] * 4
+    with pytest.raises(ValueError, match=r"group_assignment \[\[0, 1\]\] must split replicas 0..7"):
+        strategy.run(lambda: estimator_tf2.cross_replica_sum(tf.constant(1.0), [[0, 1]]))
+
+
 def test_a_program_without_tpu_estimator_is_left_alone():
     source = V1 + "o = tf.tpu.CrossShardOptimizer(o)\nm = tf.estimator.ModeKeys.TRAIN\n"
     assert to_tf2.migrate_text(source).notes == []
@@ -218,6 +291,75 @@ def test_the_driver_refuses_what_it_does_not_migrate_by_name():
         next(estimator.predict(input_fn=None, hooks=[object()]))
     with pytest.raises(NotImplementedError, match="TPUEstimator.export_saved_model"):
         estimator.export_saved_model("out", None)
+
+
+@pytest.mark.requires_tf
+def test_train_skips_when_model_dir_reached_max_steps(tmp_path, tpu8):
+    """Estimator.train's early return (tensorflow_estimator r1.15 estimator.py): with
+    model_dir's checkpoint at max_steps, train() neither calls input_fn nor trains, so
+    a program re-run on a finished model_dir goes on to evaluate (mnist_tpu.py)."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    step = tf.Variable(4, dtype=tf.int64)
+    tf.compat.v1.train.Saver(var_list={"global_step": step}).save(None, str(tmp_path / "model.ckpt-4"))
+    estimator = estimator_tf2.TPUStrategyEstimator(lambda features: None, model_dir=str(tmp_path),
+                                                   use_tpu=False, train_batch_size=8)
+
+    def input_fn(params):
+        raise AssertionError("input_fn called")
+    assert estimator.train(input_fn, max_steps=4) is estimator
+    assert estimator.train(input_fn, max_steps=3) is estimator
+    with pytest.raises(ValueError, match="max_steps must be > 0, got 0"):
+        estimator.train(input_fn, max_steps=0)
+    with pytest.raises(AssertionError, match="input_fn called"):
+        estimator.train(input_fn, max_steps=5)
+
+
+@pytest.mark.requires_tf
+def test_sliced_evaluation_input_is_the_hosts_batch_split(monkeypatch):
+    """SimCLR's TPUConfig(eval_training_input_configuration=SLICED): input_fn once with
+    the whole eval batch, split across the replicas (PER_HOST_V1's split on one host);
+    training keeps per_host_input_for_training."""
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    pipelines = estimator_tf2.InputPipelineConfig
+    config = estimator_tf2.RunConfig(tpu_config=estimator_tf2.TPUConfig(
+        per_host_input_for_training=pipelines.PER_HOST_V2,
+        eval_training_input_configuration=pipelines.SLICED), model_dir="d")
+    estimator = estimator_tf2.TPUStrategyEstimator(lambda features: None, config=config,
+                                                   train_batch_size=16, eval_batch_size=16)
+    chosen = []
+    monkeypatch.setattr(estimator_tf2, "_replica_batches",
+                        lambda input_fn, params, pipeline, replicas, batch: chosen.append(pipeline))
+    monkeypatch.setattr(estimator_tf2.TPUStrategyEstimator, "strategy", property(
+        lambda self: type("S", (), {"distribute_datasets_from_function": lambda s, f: f})()))
+    estimator._dataset(None, estimator_tf2.ModeKeys.EVAL, 8)
+    estimator._dataset(None, estimator_tf2.ModeKeys.TRAIN, 8)
+    assert chosen == [pipelines.PER_HOST_V1, pipelines.PER_HOST_V2]
+
+
+@pytest.mark.requires_tf
+def test_an_input_fn_returning_an_iterators_tensors_feeds_each_step_the_next_batch(tpu8):
+    """SimCLR's data.py returns ``make_one_shot_iterator(dataset).get_next()``; TPUEstimator
+    ran it again each step: the driver's dataset gives the next batch each time, then ends."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    del tpu8
+
+    def input_fn(params):
+        dataset = tf.data.Dataset.range(6).batch(params["batch_size"])
+        batch = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+        return batch, {"labels": batch * 10}
+
+    dataset = estimator_tf2._input_dataset(input_fn, {"batch_size": 2})
+    got = [(f.numpy().tolist(), l["labels"].numpy().tolist()) for f, l in dataset]
+    assert got == [([0, 1], [0, 10]), ([2, 3], [20, 30]), ([4, 5], [40, 50])]
+
+    def shuffled_input_fn(params):
+        dataset = tf.data.Dataset.range(6).shuffle(6).batch(params["batch_size"])
+        return tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+
+    with pytest.raises(ValueError, match="return the dataset itself from input_fn"):
+        estimator_tf2._input_dataset(shuffled_input_fn, {"batch_size": 2})
 
 
 BERT = "tpu_estimator_bert_legacy.py"

@@ -186,6 +186,20 @@ def test_float32_step_does_not_warn(strategy, lint):
     assert _step_warnings(strategy, step_float32, np.ones([2], np.float32)) == []
 
 
+def step_float64_of_static_shapes(x):
+    """The TPU ResNet's model_fn (transpose_input): an int32 truediv of static shapes
+    (float64), which XLA folds before the step runs; the same math on data warns."""
+    import tensorflow as tf
+    size = tf.sqrt(tf.shape(x)[0] / (3 * tf.shape(x)[1]))
+    on_data = tf.cast(tf.reduce_sum(x), tf.int32) / 3  # LINE float64 of data
+    return tf.cast(size, tf.float32) + tf.cast(on_data, tf.float32)
+
+
+def test_float64_of_static_shapes_does_not_warn_float64_of_data_does(strategy, lint):
+    found = _step_warnings(strategy, step_float64_of_static_shapes, np.ones([6, 2], np.float32))
+    assert {w.lineno for w in found} == {_line("float64 of data")}, [str(w.message) for w in found]
+
+
 # -- integer division and modulo ----------------------------------------------------------
 
 def step_divide_by_data(x):

@@ -76,8 +76,27 @@ def _seeded(op):
 _FLOAT64 = dtypes.float64.base_dtype
 
 
+# Ops whose value a trace fixes when their input's shape is fully defined.
+_SHAPE_OPS = frozenset(["Shape", "Size", "Rank"])
+
+
+def _folds(op, depth=0):
+    """Whether ``op``'s value is fixed at compile time: constants and static shapes, and
+    stateless ops of them only. XLA folds such a computation before it runs (its
+    HloConstantFolding pass), so none of it runs on the TPU: the TPU ResNet's
+    ``tf.sqrt(tf.shape(x)[0] / (3 * tf.shape(y)[0]))`` (an int32 truediv, so float64)
+    ran on TPUs for years."""
+    if op.type == "Const":
+        return True
+    if op.type in _SHAPE_OPS:
+        return op.inputs[0].shape.is_fully_defined()
+    if depth > 32 or not op.inputs or op._is_stateful:  # pylint: disable=protected-access
+        return False
+    return all(_folds(t.op, depth + 1) for t in op.inputs)
+
+
 def _makes_float64(op):
-    if any(t.dtype.base_dtype == _FLOAT64 for t in op.outputs):
+    if any(t.dtype.base_dtype == _FLOAT64 for t in op.outputs) and not _folds(op):
         return "produces a float64 tensor"
     return None
 

@@ -44,8 +44,8 @@ import tensorflow as tf
 from absl import logging
 
 __all__ = ["CrossReplicaOptimizer", "InputPipelineConfig", "ModeKeys", "RunConfig",
-           "TPUConfig", "TPUEstimatorSpec", "TPUStrategyEstimator", "init_from_checkpoint",
-           "layer_norm"]
+           "TPUConfig", "TPUEstimatorSpec", "TPUStrategyEstimator", "bfloat16_scope",
+           "cross_replica_sum", "init_from_checkpoint", "layer_norm"]
 
 
 def _track_tf1_style_variables():
@@ -70,6 +70,7 @@ class InputPipelineConfig:
     PER_HOST_V1 = 2
     PER_HOST_V2 = 3
     BROADCAST = 4
+    SLICED = 5      # eval_training_input_configuration only (SimCLR's evaluation)
 
 
 def _refuse(what, value, why):
@@ -105,6 +106,7 @@ class TPUConfig:
             raise ValueError(f"TPUConfig: experimental_host_call_every_n_steps must be a "
                              f"positive int, given: {experimental_host_call_every_n_steps!r}")
         self.experimental_host_call_every_n_steps = experimental_host_call_every_n_steps
+        self.eval_training_input_configuration = eval_training_input_configuration
 
 
 class RunConfig:
@@ -321,6 +323,13 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
         _WARM_START_RECORDERS[-1].append(request)
 
 
+def _checkpoint_step(checkpoint):
+    """The checkpoint's ``global_step``; 0 without one, as Estimator's
+    _load_global_step_from_checkpoint_dir (tensorflow_estimator r1.15)."""
+    reader = tf.train.load_checkpoint(checkpoint)
+    return int(reader.get_tensor("global_step")) if reader.has_tensor("global_step") else 0
+
+
 def _warm_start(checkpoint, assignment_map, by_name):
     """Assigns the checkpoint's tensors to the variables ``assignment_map`` names
     (checkpoint_utils._init_from_checkpoint's rules, TF 1.15), every replica's copy."""
@@ -395,6 +404,39 @@ def _features_and_labels(batch):
 
 
 
+def _input_dataset(input_fn, params):
+    """input_fn's dataset. An input_fn may also return its batch as tensors, TF 1's
+    ``(features, labels)`` of ``make_one_shot_iterator(dataset).get_next()`` (SimCLR's
+    data.py), which TPUEstimator re-ran each step: here input_fn is built once in a TF 1
+    graph (``wrap_function``) and each call of it is the next batch, until the
+    iterator ends."""
+    first = input_fn(params)
+    if isinstance(first, tf.data.Dataset):
+        return first
+    try:
+        graph_fn = tf.compat.v1.wrap_function(lambda: input_fn(params), [])
+    except ValueError as error:
+        if "Cannot capture a stateful node" not in str(error):
+            raise
+        # TF 2's shuffle and random ops hold a seed generator, which a TF 1 one-shot
+        # iterator cannot capture by value (TF 1.15's graph datasets had none).
+        raise ValueError(
+            "input_fn returned its batch as tensors of make_one_shot_iterator(dataset)."
+            "get_next(), and its dataset holds a stateful op (a shuffle or random map): "
+            "in TF 2 such an iterator cannot be built; return the dataset itself from "
+            f"input_fn (TensorFlow said: {str(error).split(':', 1)[0]})") from error
+    spec = tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape, t.dtype), first)
+
+    def batches():
+        while True:
+            try:
+                yield graph_fn()
+            except tf.errors.OutOfRangeError:
+                return
+
+    return tf.data.Dataset.from_generator(batches, output_signature=spec)
+
+
 def _replica_batches(input_fn, params, pipeline, replicas, global_batch):
     """The dataset function for ``distribute_datasets_from_function``: per replica
     batches in the order TPUEstimator fed the replicas (replica i gets the i-th)."""
@@ -403,17 +445,18 @@ def _replica_batches(input_fn, params, pipeline, replicas, global_batch):
     def dataset_fn(context):
         del context  # one host: the function is called once
         if pipeline == InputPipelineConfig.PER_HOST_V2:
-            return input_fn(dict(params, batch_size=per_replica))
+            return _input_dataset(input_fn, dict(params, batch_size=per_replica))
         if pipeline == InputPipelineConfig.PER_SHARD_V1:
             # TF 1.15 called input_fn once per shard, each with the shard's batch;
             # the shards' datasets are taken in turn, one batch each.
-            datasets = [input_fn(dict(params, batch_size=per_replica)) for _ in range(replicas)]
+            datasets = [_input_dataset(input_fn, dict(params, batch_size=per_replica))
+                        for _ in range(replicas)]
             if replicas == 1:
                 return datasets[0]
             return tf.data.Dataset.choose_from_datasets(
                 datasets, tf.data.Dataset.range(replicas).repeat())
         # PER_HOST_V1: the host's whole batch, split in order along the batch axis.
-        dataset = input_fn(dict(params, batch_size=global_batch))
+        dataset = _input_dataset(input_fn, dict(params, batch_size=global_batch))
         return dataset.rebatch(per_replica) if replicas > 1 else dataset
 
     return dataset_fn
@@ -566,6 +609,11 @@ class TPUStrategyEstimator:
         if mode != ModeKeys.TRAIN:
             pipeline = InputPipelineConfig.PER_HOST_V1 if pipeline in (
                 InputPipelineConfig.PER_HOST_V1, InputPipelineConfig.PER_SHARD_V1) else pipeline
+        if mode == ModeKeys.EVAL and (self.config.tpu_config.eval_training_input_configuration
+                                      == InputPipelineConfig.SLICED):
+            # SLICED: input_fn once on host 0 with the whole eval batch, each replica a
+            # slice in order; this driver's one host makes that PER_HOST_V1's split.
+            pipeline = InputPipelineConfig.PER_HOST_V1
         params = dict(self._params, use_tpu=self._use_tpu)
         dataset_fn = _replica_batches(input_fn, params, pipeline, replicas, global_batch)
         if replicas == 1 and mode == ModeKeys.EVAL and not self._eval_on_tpu:
@@ -580,6 +628,15 @@ class TPUStrategyEstimator:
                     "SessionRunHooks run around Session.run calls, which TF 2 does not make")
         if (steps is None) == (max_steps is None):
             raise ValueError("TPUEstimator.train needs exactly one of steps and max_steps")
+        if max_steps is not None and max_steps <= 0:
+            raise ValueError(f"TPUEstimator.train max_steps must be > 0, got {max_steps}")
+        # Estimator.train returned at once, before input_fn, when model_dir's checkpoint
+        # had reached max_steps (tensorflow_estimator r1.15 estimator.py, train): a
+        # program re-run on its finished model_dir goes straight to evaluate.
+        latest = self.latest_checkpoint() if max_steps is not None else None
+        if latest and max_steps <= _checkpoint_step(latest):
+            logging.info("Skipping training since max_steps has already saved.")
+            return self
         strategy, replicas = self.strategy, self._replicas(ModeKeys.TRAIN)
         state = self._state_for_run()
         iterator = iter(self._dataset(input_fn, ModeKeys.TRAIN, replicas))
@@ -981,6 +1038,53 @@ def _keeping_summary_writers(kept):
         yield
     finally:
         writer_class.__init__ = original
+
+
+def cross_replica_sum(x, group_assignment=None, name=None):
+    """``tf.tpu.cross_replica_sum`` (TF 1.15 tensorflow/python/tpu/ops/tpu_ops.py) in the
+    replica step: ``x`` summed over all replicas, or over the replica's group of
+    ``group_assignment`` (a list of equal-sized lists of replica ids), through the TF 2
+    replica context's ``all_reduce``. A group's sum is the all-reduce of each replica's
+    ``x`` placed in its group's row (zeros elsewhere), so its additions are the group's."""
+    del name
+    context = tf.distribute.get_replica_context()
+    if group_assignment is None:
+        return context.all_reduce(tf.distribute.ReduceOp.SUM, x)
+    groups = [list(group) for group in group_assignment]
+    replicas = context.num_replicas_in_sync
+    if sorted(r for group in groups for r in group) != list(range(replicas)) or (
+            len({len(group) for group in groups}) != 1):
+        raise ValueError(f"cross_replica_sum: group_assignment {groups} must split replicas "
+                         f"0..{replicas - 1} into groups of one size")
+    group_of = [0] * replicas
+    for index, group in enumerate(groups):
+        for replica in group:
+            group_of[replica] = index
+    mine = tf.gather(tf.constant(group_of), context.replica_id_in_sync_group)
+    x = tf.convert_to_tensor(x)
+    rows = tf.scatter_nd([[mine]], [x], tf.concat([[len(groups)], tf.shape(x)], axis=0))
+    return tf.gather(context.all_reduce(tf.distribute.ReduceOp.SUM, rows), mine)
+
+
+@contextlib.contextmanager
+def bfloat16_scope(name=None):
+    """``tf.compat.v1.tpu.bfloat16_scope`` of TF 1.15 (tensorflow/python/tpu/bfloat16.py):
+    a variable scope whose getter stores a variable requested as bfloat16 as float32
+    and reads it cast to bfloat16, so the model computes in bfloat16 and its
+    checkpoint holds the float32 variables under the same names."""
+
+    # TF calls a custom getter with the next one as keyword `getter`.
+    def custom_getter(getter, *args, **kwargs):
+        cast = kwargs.get("dtype") == tf.bfloat16
+        if cast:
+            kwargs["dtype"] = tf.float32
+        variable = getter(*args, **kwargs)
+        # Batch norm assigns to what the getter returns: its float32 variables stay
+        # variables (only bfloat16 requests are cast), as in TF's getter.
+        return tf.cast(variable, tf.bfloat16) if cast else variable
+
+    with tf.compat.v1.variable_scope(name or "", custom_getter=custom_getter) as scope:
+        yield scope
 
 
 def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None,

@@ -67,6 +67,21 @@ _RENAMES.update({
     "tensorflow.train.init_from_checkpoint": ("init_from_checkpoint", "TPC070"),
     "tensorflow.compat.v1.train.init_from_checkpoint": ("init_from_checkpoint", "TPC070"),
 })
+# TF's custom getter (float32 variables read as bfloat16), written in the driver:
+# the same numbers and checkpoint names, where Keras mixed precision would change both.
+_RENAMES.update({f"tensorflow.{p}tpu.bfloat16_scope": ("bfloat16_scope", "TPC048")
+                 for p in ("", "compat.v1.", "contrib.")})
+# The replica context's all_reduce (group_assignment kept): the same sum.
+_RENAMES.update({f"tensorflow.{p}tpu.cross_replica_sum": ("cross_replica_sum", "TPC042")
+                 for p in ("", "compat.v1.", "contrib.")})
+
+# A program's switch to graph mode for the whole process. TPUEstimator built model_fn's
+# graph itself; the driver traces it in a tf.function, and its loop, iterators and
+# checkpoint reads need eager execution, which the switch turns off: it is removed.
+_GRAPH_MODE_SWITCHES = {f"tensorflow.{p}{name}" for p in ("", "compat.v1.")
+                        for name in ("disable_v2_behavior", "disable_eager_execution")}
+_SWITCH_REMOVED = ("# tpu_compat: {call}() removed (upgrade --estimator-to-tf2): the TF 2 "
+                   "driver runs model_fn in a tf.function, as TPUEstimator ran it in a graph")
 
 # TPUEstimatorSpec arguments the driver does not run as TPUEstimator did, and why.
 _SPEC_TODOS = {
@@ -91,6 +106,7 @@ class Note:
     column: int
     rule: str
     todo: str = ""          # the TODO's reason, empty for a rewrite
+    what: str = ""          # a rewrite's description, when not a name pointed at the driver
 
 
 @dataclasses.dataclass
@@ -127,6 +143,7 @@ class _Migrator(cst.CSTTransformer):
         self.notes: List[Note] = []
         self._statements = []        # [(statement node, [todo texts])], innermost last
         self._estimators = set()     # names assigned a TPUEstimator(...)
+        self.switches: List[Note] = []    # graph-mode switches removed
 
     # -- where TODOs go ------------------------------------------------------------
 
@@ -152,7 +169,27 @@ class _Migrator(cst.CSTTransformer):
         self._enter(node)
 
     def leave_SimpleStatementLine(self, original, updated):
+        switch = self._graph_mode_switch(original)
+        if switch:
+            position = self.get_metadata(metadata.PositionProvider, original)
+            self.switches.append(Note(position.start.line, position.start.column + 1, "TPC070",
+                                      what=f"--estimator-to-tf2: {switch}() removed"))
+            self._statements.pop()
+            comment = cst.EmptyLine(comment=cst.Comment(_SWITCH_REMOVED.format(call=switch)))
+            return cst.SimpleStatementLine(body=[cst.Pass()],
+                                           leading_lines=[*updated.leading_lines, comment])
         return self._leave(updated)
+
+    def _graph_mode_switch(self, line):
+        """The dotted call of ``line`` when it is only a graph-mode switch, else None."""
+        if len(line.body) != 1 or not isinstance(line.body[0], cst.Expr):
+            return None
+        call = line.body[0].value
+        if not isinstance(call, cst.Call) or call.args:
+            return None
+        if self._qualified(call.func) & _GRAPH_MODE_SWITCHES:
+            return _dotted(call.func)
+        return None
 
     def visit_ClassDef(self, node):
         # A custom tf.compat.v1.train.Optimizer (BERT's AdamWeightDecayOptimizer)
@@ -272,7 +309,8 @@ def migrate_text(text: str, helper: bool = False) -> Migrated:
     if not any(note.rule == "TPC070" for note in renamed) and not (helper and renamed):
         return Migrated(text, [])
     migrated = migrated.visit(_AddImport())
-    return Migrated(migrated.code, sorted(migrator.notes, key=lambda n: (n.line, n.column)))
+    return Migrated(migrated.code, sorted(migrator.notes + migrator.switches,
+                                          key=lambda n: (n.line, n.column)))
 
 
 # `import tensorflow as tf` as a whole statement line (a program of TF 1.x).
@@ -339,7 +377,7 @@ def upgrade_bytes(path, raw, max_bytes=None, helper=False, tf1=False):
                 for line in lines]
     outcomes += [upgrade.Outcome(scan.Finding(path, note.line, note.column, note.rule, scan.HIGH),
                         upgrade.TODO if note.todo else upgrade.REWRITTEN,
-                        note.todo or "--estimator-to-tf2: the TF 2 driver's name",
+                        note.todo or note.what or "--estimator-to-tf2: the TF 2 driver's name",
                         note.todo)
                  for note in migrated.notes]
     rest = upgrade.upgrade_bytes(path, text.encode(source.encoding), max_bytes)
