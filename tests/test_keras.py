@@ -228,8 +228,9 @@ def test_steps_per_run_becomes_steps_per_execution_unless_chosen(installed):
 
 
 def _traced_op_types(model):
-    """For each trace of ``model``'s multi-step train function, its op types
-    and their counts over its graph and every function it calls (sorted)."""
+    """For each trace of ``model``'s multi-step train function, its ops (type
+    and device) and their counts over its graph and every function it calls
+    (sorted)."""
     import collections  # pylint: disable=import-outside-toplevel
     traces = []
     for concrete in model.train_function._list_all_concrete_functions():  # pylint: disable=protected-access
@@ -237,17 +238,47 @@ def _traced_op_types(model):
         nodes = list(graph_def.node)
         for function in graph_def.library.function:
             nodes += function.node_def
-        traces.append(sorted(collections.Counter(node.op for node in nodes).items()))
+        traces.append(sorted(collections.Counter(
+            (node.op, node.device) for node in nodes).items()))
     return sorted(traces)
+
+
+def _host_calls_running_tpu_compat(model, dataset, steps):
+    """Fits ``steps`` steps; returns (host calls, the names of tpu_compat's
+    Python functions that ran after the first host call ended and until the
+    last one did, and the train function's retraces in that window)."""
+    import tf_keras  # pylint: disable=import-outside-toplevel
+    package = os.path.dirname(tpu_compat.__file__) + os.sep
+    ran, ends, traces = [], [], []
+
+    def profile(frame, event, _):
+        if event == "call" and frame.f_code.co_filename.startswith(package):
+            ran.append(frame.f_code.co_qualname)
+
+    class Window(tf_keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):  # once per host call
+            ends.append(batch)
+            sys.setprofile(None)
+            traces.append(self.model.train_function.experimental_get_tracing_count())
+            if batch + 1 < steps:  # not the last host call: watch the next one
+                sys.setprofile(profile)
+
+    try:
+        model.fit(dataset, epochs=1, steps_per_epoch=steps, callbacks=[Window()], verbose=0)
+    finally:
+        sys.setprofile(None)
+    return len(ends), ran, traces[-1] - traces[0]
 
 
 def test_steps_per_run_fit_runs_the_native_multi_step_program(installed, tpu8):
     # Issue #32: fit with steps_per_run must cost what native
-    # steps_per_execution costs. The structural half of that claim, free of
-    # the machine's noise: the program each host call runs is op for op the
+    # steps_per_execution costs. That claim, free of the machine's noise:
+    # the program each host call runs is op for op and device for device the
     # one tf-keras builds under a native MirroredStrategy on the same devices
     # with the emulated TPU's cross-device ops (benchmarks/bench_keras_fit.py's
-    # (a) and (b')), so the emulation adds nothing to the step.
+    # (a) and (b)), so the emulation adds nothing to the step; and between
+    # host calls no Python of tpu_compat's runs (no wrapper, check or
+    # conversion per N steps) and nothing retraces.
     import tensorflow as tf
     steps = 2
     dataset = tf.data.Dataset.from_tensor_slices(
@@ -256,15 +287,16 @@ def test_steps_per_run_fit_runs_the_native_multi_step_program(installed, tpu8):
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="")
     emulated = _tf_keras_model(
         tf.compat.v1.distribute.experimental.TPUStrategy(resolver, steps_per_run=steps))
+    host_calls, ran, retraces = _host_calls_running_tpu_compat(emulated, dataset, 4 * steps)
+    assert (host_calls, ran, retraces) == (4, [], 0)
+    assert int(emulated.optimizer.iterations.numpy()) == 4 * steps
     native_strategy = tf.distribute.MirroredStrategy(
         list(tpu8.devices), cross_device_ops=tf.distribute.ReductionToOneDevice())
     assert type(native_strategy) is tf.distribute.MirroredStrategy  # not routed
     native = _tf_keras_model(native_strategy, steps_per_execution=steps)
-    for model in (emulated, native):
-        model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0)
-        assert int(model.optimizer.iterations.numpy()) == steps
+    native.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0)
+    assert int(native.optimizer.iterations.numpy()) == steps
     assert _traced_op_types(emulated) == _traced_op_types(native)
-
 
 def test_experimental_steps_per_execution_warns_at_the_callers_line(installed):
     import tensorflow as tf
