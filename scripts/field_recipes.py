@@ -404,10 +404,6 @@ FAILURE_NOTES = {
                               "hparams.values().iteritems() in amoeba_net_model.py:211 is Python 2 code; "
                               "TF 1.15's HParams.values() returned a plain dict as well, so under Python 3 "
                               "the program stopped there with TF 1.15 too."),
-    "colab-fashion-mnist-tf2": ("as colab-fashion-mnist, which now passes unchanged: the 900 s budget "
-                                "ran out in epoch 11 of 17 of cell 4's fit at load 8 (the TF 2 fit costs "
-                                "about 40 s of CPU an epoch on 8 emulated cores, native TF's "
-                                "MirroredStrategy eager 53 s); compute at that load, not a hang."),
 }
 
 # Why each TPUStrategy-era program that fails MIGRATED fails (docs/field.md, "Failures and
@@ -510,8 +506,8 @@ RUN_NOTES = (
     "tpu-inception-v3-contrib at `cd90187` (slim.nets' reason) and tpu-amoebanet-contrib with its "
     "corrected recipe (no --train_steps flag) at `cd90187`, then at `2a3e6f3` (HParams.add_hparam).",
     "Issue 34's Keras follow-up re-ran three unchanged rows on 2026-11-29 from 07:40 UTC, one at a time "
-    "at `200aac4` with 2400 s (`--timeout`), load 5 to 11: tpu-keras-mnist-contrib passed in 524 s and "
-    "colab-fashion-mnist in 1172 s. Their timeouts were the load's, not tpu_compat's: on the same "
+    "at `200aac4` with 2400 s (`--timeout`), load 5 to 11: tpu-keras-mnist-contrib passed in 524 s, "
+    "colab-fashion-mnist in 1172 s and colab-fashion-mnist-tf2 in 881 s. Their timeouts were the load's, not tpu_compat's: on the same "
     "machine at the same time the Colab's unchanged and migrated programs cost the same CPU (102 s and "
     "109 s for 2 epochs), 27 s of CPU an epoch against 22 s for native TF's MirroredStrategy over 8 CPUs "
     "in graph mode (the TF 2 form: about 40 s against native eager's 53 s); the migrated runs that "
