@@ -506,7 +506,7 @@ RUN_NOTES = (
     "tpu-inception-v3-contrib at `cd90187` (slim.nets' reason) and tpu-amoebanet-contrib with its "
     "corrected recipe (no --train_steps flag) at `cd90187`, then at `2a3e6f3` (HParams.add_hparam).",
     "Issue 34's Keras follow-up re-ran three unchanged rows on 2026-11-29 from 07:40 UTC, one at a time "
-    "at `200aac4` with 2400 s (`--timeout`), load 5 to 11: tpu-keras-mnist-contrib passed in 524 s, "
+    "with 2400 s (`--timeout`), load 2 to 11, the first two at `200aac4`, the third at `5f76536`: tpu-keras-mnist-contrib passed in 524 s, "
     "colab-fashion-mnist in 1172 s and colab-fashion-mnist-tf2 in 881 s. Their timeouts were the load's, not tpu_compat's: on the same "
     "machine at the same time the Colab's unchanged and migrated programs cost the same CPU (102 s and "
     "109 s for 2 epochs), 27 s of CPU an epoch against 22 s for native TF's MirroredStrategy over 8 CPUs "
