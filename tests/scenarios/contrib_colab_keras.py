@@ -28,8 +28,23 @@ with strategy.scope():
                                       bias_initializer="zeros")])
     model.compile(optimizer=tf.keras.optimizers.SGD(lr=0.1), loss="mse")
 
+
+
+class IteratorCount(tf.keras.callbacks.Callback):
+    """Input pipelines in the session's graph after each epoch (each validates): the
+    per-epoch validation must reuse its pipeline, not add one per epoch (issue 34)."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        graph = tf.compat.v1.get_default_graph()
+        pipelines = [op for op in graph.get_operations() if op.type.startswith("MultiDeviceIterator")
+                     or op.type in ("IteratorV2", "Iterator")]
+        print("iterator_ops_after_epoch_%d: %d" % (epoch, len(pipelines)))
+        print("val_loss_%d: %.9g" % (epoch, logs["val_loss"]))
+
+
 print("keras_is_tf_keras: %d" % (tf.contrib.keras.layers.Dense is tf.keras.layers.Dense))
-model.fit(x_train, y_train, batch_size=16, epochs=3, shuffle=False, verbose=0)
+model.fit(x_train, y_train, batch_size=16, epochs=3, shuffle=False, verbose=0,
+          validation_data=(x_train, y_train), callbacks=[IteratorCount()])
 kernel, bias = model.get_weights()
 for index, value in enumerate(kernel.ravel()):
     print("kernel_%d: %.9g" % (index, value))

@@ -138,6 +138,15 @@ def emulated_validation_loop(original, arrays_module):
 
     TF 1.15's TPU test loop also ran one step per host call; its step function
     needs ``tpu.replicate``'s single replica program.
+
+    The fit loop calls this once per validated epoch with the same dataset.
+    A new distributed iterator per call put another input pipeline (one
+    MultiDeviceIterator per replica: some 350 ops for 8 replicas) into the
+    session's graph every epoch, and every later ``Session.run`` paid for the
+    bigger graph. The iterator and its feed are made once per (model,
+    dataset) and re-initialized before each later pass, as tf_keras's own
+    graph-mode ``fit`` validates (training_arrays_v1.model_iteration's
+    ``val_iterator``); the pass reads the same elements from the start.
     """
 
     @functools.wraps(original)
@@ -146,11 +155,39 @@ def emulated_validation_loop(original, arrays_module):
         if not is_emulated_adapter(model._distribution_strategy):  # pylint: disable=protected-access
             return original(model, dataset, verbose=verbose, steps=steps,
                             callbacks=callbacks)
-        return arrays_module.test_loop(model, inputs=dataset, verbose=verbose,
-                                       steps=steps, callbacks=callbacks)
+        feed, steps = _validation_feed(model, dataset, steps, arrays_module)
+        return arrays_module.test_loop(
+            model, inputs=feed, verbose=verbose, steps=steps, callbacks=callbacks,
+            validation_in_fit=True, prepared_feed_values_from_dataset=True)
 
     experimental_tpu_test_loop.__tpu_compat_added__ = True
     return experimental_tpu_test_loop
+
+
+_VALIDATION_FEED = "_tpu_compat_validation_feed"
+
+
+def _validation_feed(model, dataset, steps, arrays_module):
+    """``(feed values, steps)`` of ``dataset``'s validation pass: made at the first
+    pass, its iterator re-initialized at each later one (same graph, same dataset)."""
+    from tf_keras.src.engine import training_utils_v1  # pylint: disable=import-outside-toplevel
+    from tf_keras.src.utils.mode_keys import ModeKeys  # pylint: disable=import-outside-toplevel
+    strategy = model._distribution_strategy  # pylint: disable=protected-access
+    graph = tf.compat.v1.get_default_graph()
+    cached = getattr(model, _VALIDATION_FEED, None)
+    if cached is not None and cached[0] is dataset and cached[1] is graph:
+        _, _, iterator, feed, cached_steps = cached
+        arrays_module._reinitialize_iterator(iterator, strategy)  # pylint: disable=protected-access
+        return feed, (steps if steps is not None else cached_steps)
+    if steps is None:
+        steps = training_utils_v1.infer_steps_for_dataset(
+            model, dataset, None, steps_name="validation_steps")
+    iterator = arrays_module._get_iterator(dataset, strategy)  # pylint: disable=protected-access
+    feed = arrays_module._prepare_feed_values(  # pylint: disable=protected-access
+        model, iterator, None, None, ModeKeys.TEST)
+    # The dataset is held with its feed, so its id cannot be reused by another.
+    setattr(model, _VALIDATION_FEED, (dataset, graph, iterator, feed, steps))
+    return feed, steps
 
 
 # -- TF 1.x graph mode: Keras metric state is a local variable -----------------
