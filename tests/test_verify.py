@@ -142,7 +142,7 @@ def test_upgraded_tf2_example_computes_what_the_legacy_one_did(tmp_path):
 @pytest.mark.requires_tf
 def test_upgraded_tf1_example_still_has_legacy_apis_and_fails_clearly(tmp_path):
     migrated = upgraded_copy(TF1_EXAMPLE, tmp_path)
-    assert "# TODO(tpu_compat): TPC009" in open(migrated).read()
+    assert "# TODO(tpu_compat): TPC012" in open(migrated).read()  # its multi-step loop
     result = run_cli("verify", TF1_EXAMPLE, migrated, "--replicas", "2")
     assert result.returncode == 1
     last = result.stdout.splitlines()[-1]
