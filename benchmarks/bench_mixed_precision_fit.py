@@ -78,8 +78,8 @@ def main():
     rates = {variant: [] for variant in models}
     for _ in range(args.repeats):
         for variant, model in models.items():
-            seconds = timed_epoch(tf, model, dataset, args.steps)
-            rates[variant].append(args.steps * global_batch / seconds)
+            wall_per_step, _ = timed_epoch(tf, model, dataset, args.steps)
+            rates[variant].append(global_batch / wall_per_step)
     median = {variant: statistics.median(values) for variant, values in rates.items()}
     print(f"replicas: {args.replicas}, MLP {FEATURES}-{HIDDEN}-{HIDDEN}-{CLASSES}, "
           f"mixed_bfloat16, global batch {global_batch}, {args.steps} steps per timed "
