@@ -109,12 +109,6 @@ def pytest_collection_modifyitems(items):
             item.add_marker(skip)
 
 
-@pytest.hookimpl(optionalhook=True)  # xdist's hook; the suite also runs without xdist
-def pytest_xdist_make_scheduler(config, log):
-    """Whole modules to each worker, costliest first (tests/module_order.py)."""
-    return module_order.scheduler(config, log)
-
-
 # -- slow, and whole_program: what CI's time goes to, declared by each test ------
 #
 # CI (.ci/run, README's test command) runs `-m "not slow"`; scripts/slow_tests.sh

@@ -1,15 +1,11 @@
-"""How the suite's two xdist workers share it: whole modules, the costliest first.
+"""The order the suite's xdist workers take its modules in: the costliest first.
 
-Whole modules, because a module's tests share its whole-program runs (a
-module fixture with ``lazy_runs``: one run per program and replica count,
-serving every claim about it). pytest-xdist's default ``load`` scheduling
-hands tests out in chunks that shrink to two tests near the end of a run, so
-it can split a module between the workers, and each worker then makes the
-module's runs again. ``loadscope`` scheduling gives a module to one worker.
-
-The costliest first, because the module a worker starts last decides how long
-the other waits idle at the end (longest-processing-time-first scheduling):
-with the cheap modules last, the two workers end within seconds of each other.
+The module a worker starts last decides how long the other waits idle at the
+end (longest-processing-time-first scheduling): with the cheap modules last,
+the two workers end within seconds of each other. xdist's default ``load``
+scheduling hands the tests out in collection order, so ordering the items is
+enough. (xdist's ``loadscope``, whole modules to a worker, was tried: after a
+worker crashed, its replacement got no work and the run waited forever.)
 
 The costs are measured, not declared: ``tests/module_seconds.json`` holds
 each module's seconds in a run of the README's test command, written by
@@ -49,16 +45,3 @@ def costliest_modules_first(items, seconds):
         first_seen.setdefault(module_of(item.nodeid), index)
     items.sort(key=lambda item: (-seconds.get(module_of(item.nodeid), 0.0),
                                  first_seen[module_of(item.nodeid)]))
-
-
-def scheduler(config, log):
-    """xdist's ``loadscope`` scheduler in place of its default ``load``, in the
-    order of the collected items; ``None`` (xdist decides) for any other
-    ``--dist`` the user chose."""
-    if config.getoption("dist") != "load":
-        return None
-    from xdist.scheduler import LoadScopeScheduling  # pylint: disable=import-outside-toplevel
-    # loadscope would otherwise reorder the modules by their number of tests,
-    # which puts the many cheap text tests first.
-    config.option.loadscopereorder = False
-    return LoadScopeScheduling(config, log)

@@ -1,4 +1,4 @@
-"""The suite's xdist workers take whole modules, the costliest first
+"""The suite's xdist workers take its modules costliest first
 (tests/module_order.py), from the seconds scripts/module_seconds.py measures."""
 
 import json
@@ -33,25 +33,6 @@ def test_modules_go_costliest_first_and_stay_together():
         "tests/test_a.py::test_1", "tests/test_a.py::test_2",
         # Unmeasured modules: cheap, in the order collected.
         "tests/test_b.py::test_1", "tests/test_d.py::T::test_1"]
-
-
-def _config(dist):
-    return types.SimpleNamespace(getoption=lambda name: {"dist": dist}[name],
-                                 option=types.SimpleNamespace(loadscopereorder=True))
-
-
-def test_xdist_default_load_becomes_loadscope_in_collection_order():
-    from xdist.scheduler import LoadScopeScheduling  # pylint: disable=import-outside-toplevel
-    config = _config("load")
-    config.getvalue = {"tx": ["popen", "popen"]}.get  # the two workers' specs, for xdist
-    chosen = module_order.scheduler(config, log=None)
-    assert isinstance(chosen, LoadScopeScheduling)
-    assert config.option.loadscopereorder is False
-
-
-@pytest.mark.parametrize("dist", ["loadfile", "worksteal", "each", "no"])
-def test_a_dist_mode_the_user_chose_is_left_to_xdist(dist):
-    assert module_order.scheduler(_config(dist), log=None) is None
 
 
 def test_every_measured_module_is_a_test_module_of_the_suite():
@@ -94,15 +75,10 @@ def test_module_seconds_refuses_a_report_without_tests(tmp_path, capsys):
 
 
 PYTESTER_CONFTEST = """
-import pytest
 import module_order
 
 def pytest_collection_modifyitems(items):
     module_order.costliest_modules_first(items, {"test_late.py": 50.0})
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    return module_order.scheduler(config, log)
 """
 
 PYTESTER_MODULE = """
@@ -116,10 +92,9 @@ def record(name):
 """
 
 
-def test_under_xdist_a_modules_tests_run_on_one_worker_costliest_module_first(pytester,
-                                                                                  monkeypatch):
-    """Two workers, three modules of six tests each: each module on one worker,
-    the measured costliest module (test_late.py, collected last) started first."""
+def test_under_xdist_both_workers_start_with_the_costliest_module(pytester, monkeypatch):
+    """Two workers, three modules of six tests each: the measured costliest
+    module (test_late.py, collected last) is what each worker starts with."""
     pytester.makeconftest(PYTESTER_CONFTEST)
     for name in ("test_early", "test_middle", "test_late"):
         tests = "\n".join(f"def test_{i}():\n    record('{name}.{i}')\n" for i in range(6))
@@ -131,11 +106,8 @@ def test_under_xdist_a_modules_tests_run_on_one_worker_costliest_module_first(py
     result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=18)
     lines = [line.split() for line in log.read_text().splitlines()]
-    workers_of = {}
-    for worker, test in lines:
-        workers_of.setdefault(test.split(".")[0], set()).add(worker)
-    assert all(len(workers) == 1 for workers in workers_of.values()), workers_of
     first_of_each_worker = {}
     for worker, test in lines:
         first_of_each_worker.setdefault(worker, test.split(".")[0])
-    assert "test_late" in first_of_each_worker.values(), lines
+    assert set(first_of_each_worker) == {"gw0", "gw1"}, lines
+    assert set(first_of_each_worker.values()) == {"test_late"}, lines
