@@ -14,8 +14,6 @@ import sys
 
 import pytest
 
-from conftest import subprocess_env
-
 
 def legacy_file(findings):
     lines = ["import tensorflow as tf", "strategy = tf.distribute.MirroredStrategy()"]
@@ -36,6 +34,8 @@ def _count(name):
     is of the function alone: a test process that has run the rest of the
     suite can hold state (a profile hook, patched modules) that is not it; once
     such a worker spent minutes here."""
+    # Imported here: the child imports this module, which then needs no conftest.
+    from conftest import subprocess_env  # pylint: disable=import-outside-toplevel
     code = (f"import sys; sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
             "import test_migrate_linear as t\n"
             "from tpu_compat.migrate import scan, upgrade\n"
