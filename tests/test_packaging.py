@@ -131,6 +131,16 @@ def test_ci_runs_the_tf_free_and_python_3_12_lanes():
     assert '-m "interpreter and not slow"' in lane
     # No tests collected is a failure, not a pass.
     assert '"$code" -eq 5' in script
+    # Lanes 2 and 3 run beside lane 1 at a lower priority, each in a copy of
+    # the tree (docs/install.md): started before lane 1, finished after it.
+    assert 'renice -n 10 -p "$BASHPID"' in script and 'copy_tree "$venv/src"' in script
+    order = [script.index(line) for line in (
+        "start_background_lane tf_free lane_tf_free\n",
+        "start_background_lane python312 lane_python312\n",
+        'run_lane "Python 3.11, the README\'s test command" lane_default\n',
+        'finish_background_lane tf_free "Python 3.11 without TensorFlow"\n',
+        'finish_background_lane python312 "Python 3.12: examples and warnings"\n')]
+    assert order == sorted(order)
 
 
 @pytest.mark.slow
