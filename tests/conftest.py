@@ -189,10 +189,18 @@ def _start_fork_server():
         os.environ[fork_server.SOCKET_VAR] = _fork_server.path
 
 
-@pytest.fixture(autouse=True)
-def _fork_server_or_fresh_process(request):
-    """Children of this test are forked by the server, unless it is fresh_process."""
+@pytest.fixture(scope="session", autouse=True)
+def _fork_server_started():
+    """The server starts before any module fixture of the first module a worker
+    runs (a session fixture is set up before module fixtures), so those fork
+    too; and only in a process that runs tests (not xdist's controller)."""
     _start_fork_server()
+
+
+@pytest.fixture(autouse=True)
+def _fork_server_or_fresh_process(request, _fork_server_started):
+    """Children of this test are forked by the server, unless it is fresh_process."""
+    del _fork_server_started
     if request.node.get_closest_marker("fresh_process") is None:
         yield
         return
