@@ -18,6 +18,8 @@ import threading
 
 import pytest
 
+import conftest
+from tpu_compat import _process
 from conftest import (SCENARIOS, assert_one_error_line, check_ok, parse_numbers,
                       process_gone, run_cli, subprocess_env)
 from test_pod_faults import _LOOPBACK_HEX, _listening_addresses
@@ -44,10 +46,17 @@ def _tf_config(addresses, task_type, index):
 
 
 def _start_worker(addresses, index, cwd):
-    worker = subprocess.Popen(
+    # In the environment `tpu-compat run --hosts` gives its own workers (the
+    # TensorFlow the chief's `tpu-compat run` imports: its kernels), so the
+    # suite's fork server forks it (issue 32's CI budget: two fresh workers
+    # cost two TensorFlow imports, one after the other). Nothing here is about
+    # how a worker process starts; _listening_addresses reads the forked
+    # worker's own sockets (its pid is the worker's).
+    env = _process.tensorflow_environment(
+        subprocess_env(TF_CONFIG=_tf_config(addresses, "worker", index)))
+    worker = _process.popen(
         [sys.executable, "-m", "tpu_compat.pod.worker", "--cores", "4"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
-        env=subprocess_env(TF_CONFIG=_tf_config(addresses, "worker", index)))
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env)
     ready = []
     reader = threading.Thread(target=lambda: ready.append(worker.stdout.readline()),
                               daemon=True)
@@ -59,6 +68,10 @@ def _start_worker(addresses, index, cwd):
 @pytest.fixture(scope="module")
 def pod_run(tmp_path_factory):
     """The scenario's numbers, its stdout, and the workers' pids."""
+    # A module fixture is set up before the autouse one that starts the suite's
+    # fork server: started here, so the workers and the chief are forked even
+    # when this module is the first a pytest process runs.
+    conftest._start_fork_server()  # pylint: disable=protected-access
     workers_dir = tmp_path_factory.mktemp("workers_machine")
     chief_dir = tmp_path_factory.mktemp("chief_machine")
     model_dir = tmp_path_factory.mktemp("shared") / "model_dir"

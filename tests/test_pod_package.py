@@ -14,12 +14,12 @@
 import ast
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 from conftest import REPO_ROOT, subprocess_env
+from tpu_compat import _process
 from tpu_compat.pod import config as pod_config
 
 PACKAGE = os.path.join(REPO_ROOT, "tpu_compat")
@@ -209,8 +209,10 @@ print("PROCESSES", len(children), len(launch.worker_pids()), session.current_pod
 
 @pytest.mark.requires_tf
 def test_get_backend_starts_no_process_and_says_what_starts_the_pod():
-    result = subprocess.run(
-        [sys.executable, "-c", _GETTER_PROBE], capture_output=True, text=True, timeout=300,
+    # A process of its own (the pod would be this one's), forked by the suite's
+    # fork server (issue 32's CI budget: a fresh one cost a TensorFlow import).
+    result = _process.run_tensorflow_child(
+        [sys.executable, "-c", _GETTER_PROBE], 300,
         env=subprocess_env(TPU_COMPAT_NUM_HOSTS="2", TPU_COMPAT_NUM_REPLICAS="4"),
         cwd=REPO_ROOT)
     assert result.returncode == 0, result.stderr

@@ -67,9 +67,11 @@ def test_entry_point_is_declared():
 
 
 @pytest.mark.requires_tf
-def test_fixtures_and_replica_counts_in_children(run, pytester):
+def test_fixtures_replica_counts_in_children_and_tpu_numerics(run, pytester):
     # Run from a subdirectory of the rootdir: node ids and the current
-    # directory then differ, as in `cd tests && pytest`.
+    # directory then differ, as in `cd tests && pytest`. One child session
+    # (it imports TensorFlow) serves the fixtures, the replica counts and
+    # --tpu-compat-numerics=tpu (issue 32's CI budget: one TensorFlow run).
     pytester.makeini("[pytest]\n")
     pytester.makeconftest(CHILD_DETECTOR)
     result = run("""
@@ -97,20 +99,30 @@ def test_fixtures_and_replica_counts_in_children(run, pytester):
         @pytest.mark.tpu_replicas(1)
         def test_skip_in_a_child():
             pytest.skip("skipped in the child")
-    """, "--tpu-compat-replicas=2", "-rs", "--junitxml=report.xml", directory="sub")
-    result.assert_outcomes(passed=4, failed=1, skipped=1)
+
+        def test_matmul_steps_round_under_tpu_numerics(tpu_strategy):
+            a = tf.constant([[1.0 + 2.0 ** -8, 1.0 + 2.0 ** -9]])  # a tie, a round-down
+            b = tf.constant([[1.0], [1.0]])
+            step = tf.function(lambda: tpu_strategy.run(lambda: tf.matmul(a, b)))
+            value = tpu_strategy.experimental_local_results(step())[0].numpy()[0, 0]
+            # Both operands round to 1 in bfloat16; exact float32 gives 2 + 2^-8 + 2^-9.
+            assert value == tf.constant(2.0).numpy(), repr(value)
+    """, "--tpu-compat-replicas=2", "--tpu-compat-numerics=tpu", "-rs", "--junitxml=report.xml",
+                 directory="sub")
+    result.assert_outcomes(passed=5, failed=1, skipped=1)
     result.stdout.fnmatch_lines([
         "*test_failure_in_a_child*replicas=1*",
         "*assert 1 == 3*",
         "*Captured stdout call*",
         "printed in the child",
         "SKIPPED [[]1[]] test_module.py:*: skipped in the child",
-        "*1 failed, 4 passed, 1 skipped*",
+        "*1 failed, 5 passed, 1 skipped*",
     ])
     cases = {case.get("name"): case for case in
              ElementTree.parse(pytester.path / "sub" / "report.xml").getroot().iter("testcase")}
     assert sorted(cases) == [
-        "test_failure_in_a_child[replicas=1]", "test_skip_in_a_child[replicas=1]",
+        "test_failure_in_a_child[replicas=1]", "test_matmul_steps_round_under_tpu_numerics",
+        "test_skip_in_a_child[replicas=1]",
         "test_strategy_has_the_marked_replicas[replicas=1]",
         "test_strategy_has_the_marked_replicas[replicas=2]",
         "test_v1_steps_per_run[1]", "test_v1_steps_per_run[3]"]
@@ -202,47 +214,23 @@ def test_unconditional_skip_starts_no_child(run, pytester):
     assert not (pytester.path / "a_child_ran").exists()
 
 
-def test_tests_run_with_tpu_fidelity_unless_chosen(run, monkeypatch):
+def test_tests_run_with_tpu_fidelity_and_exact_numerics_unless_chosen(run, monkeypatch):
+    # One source, three runs, for both settings (issue 32's CI budget).
     source = """
         import os
         from tpu_compat import settings
 
-        def test_fidelity(request):
+        def test_settings(request):
             # What the fixtures read at trace time and the children inherit.
             assert settings.read("fidelity") == os.environ["TPU_COMPAT_FIDELITY"]
             print("FIDELITY=" + settings.read("fidelity"))
-    """
-    run(source, "-s").stdout.fnmatch_lines(["*FIDELITY=tpu*"])
-    run(source, "-s", "--tpu-compat-fidelity=cpu").stdout.fnmatch_lines(["*FIDELITY=cpu*"])
-    monkeypatch.setenv("TPU_COMPAT_FIDELITY", "cpu")
-    run(source, "-s").stdout.fnmatch_lines(["*FIDELITY=cpu*"])
-
-
-def test_tests_run_with_exact_numerics_unless_chosen(run, monkeypatch):
-    source = """
-        from tpu_compat import settings
-
-        def test_numerics():
             print("NUMERICS=" + settings.read("numerics"))
     """
-    run(source, "-s").stdout.fnmatch_lines(["*NUMERICS=exact*"])
-    run(source, "-s", "--tpu-compat-numerics=tpu").stdout.fnmatch_lines(["*NUMERICS=tpu*"])
-
-
-@pytest.mark.requires_tf
-def test_the_fixtures_steps_round_under_tpu_numerics(run):
-    source = """
-        import tensorflow as tf
-
-        def test_matmul(tpu_strategy):
-            a = tf.constant([[1.0 + 2.0 ** -8, 1.0 + 2.0 ** -9]])  # a tie, a round-down
-            b = tf.constant([[1.0], [1.0]])
-            step = tf.function(lambda: tpu_strategy.run(lambda: tf.matmul(a, b)))
-            value = tpu_strategy.experimental_local_results(step())[0].numpy()[0, 0]
-            print(f"SUM={value!r}")
-    """
-    # Both operands round to 1 in bfloat16; exact float32 gives 2 + 2^-8 + 2^-9.
-    run(source, "-s", "--tpu-compat-numerics=tpu").stdout.fnmatch_lines(["*SUM=np.float32(2.0)*"])
+    run(source, "-s").stdout.fnmatch_lines(["*FIDELITY=tpu*", "NUMERICS=exact*"])
+    run(source, "-s", "--tpu-compat-fidelity=cpu", "--tpu-compat-numerics=tpu"
+        ).stdout.fnmatch_lines(["*FIDELITY=cpu*", "NUMERICS=tpu*"])
+    monkeypatch.setenv("TPU_COMPAT_FIDELITY", "cpu")
+    run(source, "-s").stdout.fnmatch_lines(["*FIDELITY=cpu*", "NUMERICS=exact*"])
 
 
 def test_warnings_error_fails_tests_that_use_legacy_apis(run):
@@ -298,11 +286,11 @@ def test_a_hanging_child_is_killed_at_its_timeout(run, pytester):
         @pytest.mark.tpu_replicas(1)
         def test_in_a_child():
             pass
-    """, "--tpu-compat-child-timeout=8")  # the child's start-up must fit in it
+    """, "--tpu-compat-child-timeout=5")  # the child's start-up (no TensorFlow) must fit in it
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "*test_module.py::test_in_a_child[[]replicas=1[]]: the child pytest process "
-        "running this test on an emulated TPU with 1 replicas did not finish within 8 s "
+        "running this test on an emulated TPU with 1 replicas did not finish within 5 s "
         "(--tpu-compat-child-timeout); it and every process it started were killed*"])
     pids = [int(pid) for pid in (pytester.path / "pids").read_text().split()]
     assert all(process_gone(pid) for pid in pids)

@@ -39,7 +39,13 @@ def upgraded_copy(example, directory, edit=None):
 
 # -- library, with plain python --------------------------------------------------------------
 
+# Their scripts import no TensorFlow: a fresh `python` costs milliseconds of
+# CPU, a fork of the suite's fork server 1-2 s (issue 32's CI budget). These
+# tests' children start fresh.
+plain_children = pytest.mark.fresh_process
 
+
+@plain_children
 def test_equal_numbers_pass(tmp_path):
     legacy = write(tmp_path / "legacy.py", "print('loss: 0.5')\nprint('acc=0.9')\n")
     migrated = write(tmp_path / "migrated.py", "print('loss: 0.50000001')\nprint('acc=0.9')\n")
@@ -48,6 +54,7 @@ def test_equal_numbers_pass(tmp_path):
     assert result.comparison.summary() == "all 2 numbers equal within rtol=0.0001, atol=1e-06"
 
 
+@plain_children
 def test_different_numbers_fail_with_the_differences(tmp_path):
     legacy = write(tmp_path / "legacy.py", "print('loss: 0.5')\nprint('acc=0.9')\n")
     migrated = write(tmp_path / "migrated.py", "print('loss: 0.7')\n")
@@ -57,6 +64,7 @@ def test_different_numbers_fail_with_the_differences(tmp_path):
         ("loss", "changed"), ("acc", "missing")]
 
 
+@plain_children
 def test_migrated_copy_uses_the_legacy_sidecar_unless_it_has_its_own(tmp_path):
     legacy = write(tmp_path / "legacy.py", "print('final loss was 0.25')\n")
     write(tmp_path / "legacy.regress.toml", "[patterns]\nloss = 'final loss was (\\S+)'\n")
@@ -68,6 +76,7 @@ def test_migrated_copy_uses_the_legacy_sidecar_unless_it_has_its_own(tmp_path):
     assert result.problem.startswith(f"{migrated} (migrated) reported no numbers")
 
 
+@plain_children
 def test_legacy_api_left_in_the_migrated_script_is_named(tmp_path):
     legacy = write(tmp_path / "legacy.py", "print('loss: 0.5')\n")
     # What a run under --warnings=error prints when a legacy API is called.
@@ -86,6 +95,7 @@ def test_legacy_api_left_in_the_migrated_script_is_named(tmp_path):
         f"instead. [TPC015]")
 
 
+@plain_children
 def test_a_tpu_semantics_warning_stopping_the_migrated_script_is_named(tmp_path):
     legacy = write(tmp_path / "legacy.py", "print('loss: 0.5')\n")
     # What a run under --warnings=error prints when fidelity tpu's lint warns.
@@ -104,6 +114,7 @@ def test_a_tpu_semantics_warning_stopping_the_migrated_script_is_named(tmp_path)
         f"Cast (Cast) in a replica step produces a float64 tensor: ... [float64]")
 
 
+@plain_children
 def test_a_failing_legacy_script_is_reported_first(tmp_path):
     legacy = write(tmp_path / "legacy.py", "raise SystemExit(4)\n")
     migrated = write(tmp_path / "migrated.py", "print('loss: 0.5')\n")
@@ -111,6 +122,7 @@ def test_a_failing_legacy_script_is_reported_first(tmp_path):
     assert result.problem == f"{legacy} (legacy) exited with code 4"
 
 
+@plain_children
 def test_migrated_runs_strictly_with_warnings_error_and_legacy_leniently(tmp_path, monkeypatch):
     launches = []
 
