@@ -28,7 +28,8 @@ MODES = ("train", "eval", "predict", "per_host_v1", "per_host_v2", "broadcast",
 @pytest.fixture(scope="module")
 def runs():
     # Made when first asked for: CI's tests read the pod run only (the
-    # comparison with one host and the CPU is in the slow set).
+    # comparison with one host and the CPU is in the slow set; how one host
+    # and the CPU call input_fn, CI checks in process, below).
     flags = {"pod": ((8,), {"TPU_COMPAT_NUM_HOSTS": 2}), "one_host": ((8,), None),
              "cpu": ((1, "--nouse_tpu"), None)}
 
@@ -55,6 +56,9 @@ def test_pod_equals_one_host_and_the_cpu(runs):
                 name, key)
     pod, one_host = _numbers(runs, "pod"), _numbers(runs, "one_host")
     assert pod["checkpoints"] == one_host["checkpoints"]
+    for mode in MODES:  # CI: test_one_host_.../test_the_cpu_calls_... below
+        assert one_host[f"input_calls_{mode}"] == (8 if mode == "per_shard_v1" else 1)
+        assert _numbers(runs, "cpu")[f"input_calls_{mode}"] == 1
     # Exact counts: steps, checkpoints and summaries written once.
     assert pod["train_global_step"] == pod["eval_global_step"] == 10
     assert pod["checkpoint_data_files"] == 1
@@ -93,9 +97,9 @@ def test_input_fn_is_called_per_host_on_the_hosts_cpu(runs, mode, calls, batch,
     assert pod[f"input_calls_{mode}"] == calls
     assert pod[f"input_batch_{mode}"] == batch
     assert _deployments(runs["pod"], mode) == deployments
-    one_host = _numbers(runs, "one_host")
-    assert one_host[f"input_calls_{mode}"] == (8 if mode == "per_shard_v1" else 1)
-    assert _numbers(runs, "cpu")[f"input_calls_{mode}"] == 1
+    # One host and the CPU: in process below (test_one_host_calls_input_fn_once_per_mode,
+    # test_the_cpu_calls_input_fn_once_per_mode),
+    # and in the slow parity test's runs.
 
 
 def test_sessions_run_on_the_pods_master_and_no_worker_survives(runs):
@@ -160,3 +164,96 @@ def test_tf_config_of_an_emulated_pods_chief_is_not_an_estimator_cluster():
     with pytest.raises(ValueError, match="^TF_CONFIG is not valid JSON: Expecting"):
         run_config.check_no_cluster({"TF_CONFIG": "{"})
     assert run_config.check_no_cluster({}) == {}
+
+
+def test_one_host_calls_input_fn_once_per_mode(tpu8):
+    """What the pod program's one-host run prints as ``input_calls_<mode>``
+    (compared with the pod's in the slow parity test): on one host of 8 cores,
+    training, evaluation and prediction (PER_HOST_V2) call input_fn once, with
+    one core's batch, for all 8 replicas. Training's other pipelines:
+    test_estimator.py's test_input_fn_calls_and_batch_sizes_per_input_pipeline_mode."""
+    del tpu8
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tpu_compat.estimator import tpu  # pylint: disable=import-outside-toplevel
+    from tpu_compat.estimator._spec import ModeKeys  # pylint: disable=import-outside-toplevel
+    from tpu_compat.estimator.tpu import context, input_pipeline  # pylint: disable=import-outside-toplevel
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the legacy names warn (TPC072-TPC074)
+        config = tpu.RunConfig(tpu_config=tpu.TPUConfig(
+            per_host_input_for_training=tpu.InputPipelineConfig.PER_HOST_V2))
+    ctx = context.InternalContext(config, 16, 16, 8, use_tpu=True, eval_on_tpu=True,
+                                  num_replicas_fn=lambda: 8)
+    calls = []
+
+    def input_fn(params):
+        deployment = params["context"].current_input_fn_deployment()
+        calls.append((params["batch_size"], deployment[1:]))
+        return tf.data.Dataset.range(32).batch(params["batch_size"], drop_remainder=True)
+
+    for mode, batch in ((ModeKeys.TRAIN, 2), (ModeKeys.EVAL, 2), (ModeKeys.PREDICT, 1)):
+        del calls[:]
+        with tf.Graph().as_default(), ctx.with_mode(mode):
+            input_pipeline.InputPipeline(ctx, input_fn, None, {}, config)
+        assert calls == [(batch, (0, 1, 8))], mode
+
+
+def test_the_cpu_calls_input_fn_once_per_mode(tpu8, tmp_path):
+    """What the pod program's ``--nouse_tpu`` run prints as ``input_calls_<mode>``
+    (compared with the pod's in the slow parity test): with use_tpu=False,
+    train, evaluate and predict call input_fn once, with the global batch,
+    whichever input pipeline the TPUConfig names."""
+    del tpu8
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tpu_compat.estimator import tpu  # pylint: disable=import-outside-toplevel
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipelines = tpu.InputPipelineConfig
+    data = np.arange(32 * 2, dtype=np.float32).reshape(32, 2)
+    calls = []
+
+    def input_fn(params):
+        calls.append((params["batch_size"], "context" in params))
+        dataset = tf.data.Dataset.from_tensor_slices((data, data[:, :1]))
+        return dataset.repeat().batch(params["batch_size"], drop_remainder=True)
+
+    def predict_input_fn(params):
+        calls.append((params["batch_size"], "context" in params))
+        return tf.data.Dataset.from_tensor_slices(data[:17]).batch(params["batch_size"])
+
+    def model_fn(features, labels, mode, params):
+        assert not params["use_tpu"]
+        weight = tf.compat.v1.get_variable("w", [2, 1], initializer=tf.zeros_initializer())
+        prediction = tf.matmul(features, weight)
+        if mode == tpu.estimator.ModeKeys.PREDICT:
+            return tpu.TPUEstimatorSpec(mode, predictions={"y": prediction})
+        loss = tf.reduce_mean(tf.square(prediction - labels))
+        return tpu.TPUEstimatorSpec(mode, loss=loss, train_op=(
+            tf.compat.v1.train.GradientDescentOptimizer(0.01).minimize(
+                loss, global_step=tf.compat.v1.train.get_global_step())))
+
+    def estimator(pipeline):
+        return tpu.TPUEstimator(
+            model_fn=model_fn, use_tpu=False, train_batch_size=16, eval_batch_size=16,
+            predict_batch_size=8, config=tpu.RunConfig(
+                model_dir=str(tmp_path / str(pipeline)), tpu_config=tpu.TPUConfig(
+                    iterations_per_loop=2, per_host_input_for_training=pipeline)))
+
+    def called(run):
+        del calls[:]
+        run()
+        return list(calls)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the legacy names warn (TPC072-TPC074)
+        v2 = estimator(pipelines.PER_HOST_V2)
+        assert called(lambda: v2.train(input_fn, max_steps=2)) == [(16, False)]
+        assert called(lambda: v2.evaluate(input_fn, steps=1)) == [(16, False)]
+        predictions = []
+        assert called(lambda: predictions.extend(v2.predict(predict_input_fn))) == [
+            (8, False)]
+        assert len(predictions) == 17
+        for pipeline in (pipelines.PER_HOST_V1, pipelines.BROADCAST, pipelines.PER_SHARD_V1):
+            other = estimator(pipeline)
+            assert called(lambda: other.train(input_fn, max_steps=2)) == [(16, False)], (
+                pipeline)

@@ -5,7 +5,7 @@ learning rate and epoch, reshaped to [1] for the outfeed), upgraded with
 ``--estimator-to-tf2``, run strict, and compared with its legacy run under
 ``tpu-compat run``: losses, eval metrics, weights, global step, the summary
 events both write to model_dir (tags, steps, values), and ``predict``'s
-per-image predictions (a padded last batch), with 8 and 1 replicas.
+per-image predictions (a padded last batch), with 2, 8 and 1 replicas.
 
 TF 2.21's wheel has no TensorBoard, which ``tf.summary.scalar`` needs; where it
 is not installed, a stand-in ``tensorboard.summary.v2.scalar`` of the same
@@ -119,10 +119,17 @@ def _assert_same(legacy, migrated, steps=8):
 
 
 @pytest.mark.requires_tf
-def test_host_call_and_eval_metrics_eight_replicas(resnet_program):
+# 2 replicas in CI (a quarter of 8's graph, the same claims: each replica's loss
+# reaches the host); a migrated TPUEstimator program on 8 replicas in CI:
+# test_migrate_estimator_tf2.py's test_bert_style_program_eight_replicas, and the
+# legacy host_call on 8: test_estimator.py's parity run.
+@pytest.mark.whole_program(ci_replicas=2)
+@pytest.mark.parametrize("replicas", [2, 8])
+def test_host_call_and_eval_metrics_several_replicas(resnet_program, replicas):
     root, legacy, migrated, path = resnet_program
-    legacy_run = _run(legacy, root / "l8", 8, path)
-    _assert_same(legacy_run, _run(migrated, root / "m8", 8, path, strict=True))
+    legacy_run = _run(legacy, root / f"l{replicas}", replicas, path)
+    _assert_same(legacy_run, _run(migrated, root / f"m{replicas}", replicas, path,
+                                  strict=True))
     # the host saw every replica's loss: their mean is not replica 0's
     summaries = legacy_run[3]
     assert any(abs(summaries[("mean_replica_loss", s)] - summaries[("loss", s)]) > 1e-3

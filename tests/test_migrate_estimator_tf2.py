@@ -4,7 +4,7 @@ into a TF 2 TPUStrategy program (the driver tpu_estimator_tf2.py written beside 
 The rewrites and TODOs as (before, after) text, and one whole program written as
 TF 1.14/1.15 wrote it (tests/migrate_programs/tpu_estimator_mnist_legacy.py),
 upgraded, run strict on the emulated TPU and compared with its legacy run under
-``tpu-compat run``: losses, weights, eval metrics and global step, with 1 and 8
+``tpu-compat run``: losses, weights, eval metrics and global step, with 1, 2 and 8
 replicas; and the migrated program continuing from the legacy program's
 model_dir gives the legacy program's numbers."""
 
@@ -252,24 +252,30 @@ def test_one_replica_sgd_gives_the_legacy_numbers(migrated_program):
 
 
 @pytest.mark.requires_tf
-def test_eight_replicas_momentum_and_a_restored_legacy_model_dir(migrated_program):
-    """8 replicas with MomentumOptimizer: the same numbers; then the migrated program
-    continues from the legacy program's model_dir (checkpoint at step 10, slots
-    and global_step by their TF 1 names) to step 14 exactly as the legacy one does,
-    and writes model.ckpt-14 that TF 2 reads."""
+# 2 replicas in CI (its four runs, each a quarter of 8's graph); this file's
+# test_bert_style_program_eight_replicas keeps a migrated program on 8 in CI.
+@pytest.mark.whole_program(ci_replicas=2)
+@pytest.mark.parametrize("replicas", [2, 8])
+def test_momentum_and_a_restored_legacy_model_dir(migrated_program, replicas):
+    """2 or 8 replicas with MomentumOptimizer: the same numbers; then the migrated
+    program continues from the legacy program's model_dir (checkpoint at step 10,
+    slots and global_step by their TF 1 names) to step 14 exactly as the legacy one
+    does, and writes model.ckpt-14 that TF 2 reads."""
     root, legacy, migrated = migrated_program
-    _assert_same(_run(legacy, root / "l8", 8), _run(migrated, root / "m8", 8, strict=True))
-    shutil.copytree(root / "l8", root / "r8")
-    resumed = _run(migrated, root / "r8", 8, "--train_steps=14", strict=True)
+    legacy_dir, resumed_dir = root / f"l{replicas}", root / f"r{replicas}"
+    _assert_same(_run(legacy, legacy_dir, replicas),
+                 _run(migrated, root / f"m{replicas}", replicas, strict=True))
+    shutil.copytree(legacy_dir, resumed_dir)
+    resumed = _run(migrated, resumed_dir, replicas, "--train_steps=14", strict=True)
     assert "Restoring parameters from " in resumed[2] and "model.ckpt-10" in resumed[2]
-    _assert_same(_run(legacy, root / "l8", 8, "--train_steps=14"), resumed)
+    _assert_same(_run(legacy, legacy_dir, replicas, "--train_steps=14"), resumed)
     assert set(resumed[1]) == {14}            # one loop of 4 steps after step 10
 
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    written = tf.train.latest_checkpoint(str(root / "r8"))
+    written = tf.train.latest_checkpoint(str(resumed_dir))
     assert written.endswith("model.ckpt-14")
     names = dict(tf.train.list_variables(written))
-    assert names == dict(tf.train.list_variables(str(root / "l8")))
+    assert names == dict(tf.train.list_variables(str(legacy_dir)))
     assert tf.train.load_checkpoint(written).get_tensor("global_step") == 14
 
 
