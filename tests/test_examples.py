@@ -5,16 +5,26 @@ import os
 import numpy as np
 import pytest
 
+import fork_server
 from conftest import EXAMPLES, check_ok, lazy_runs, parse_numbers, run_cli
 
-# The README's commands, as a newcomer runs them: each run a fresh process.
-pytestmark = [pytest.mark.requires_tf, pytest.mark.fresh_process]
+pytestmark = pytest.mark.requires_tf
+
+# The README's command (`tpu-compat run examples/tf1_linear_regression.py`, 8
+# emulated cores), as a newcomer runs it: a fresh process, not a fork of the
+# suite's fork server. The other runs here are forked (tests/fork_server.py:
+# a forked run is what a fresh one is, test_fork_server.py).
+README_REPLICAS = 8
 
 
 @pytest.fixture(scope="module")
 def tf1_runs():
-    return lazy_runs(lambda n: parse_numbers(check_ok(run_cli(
-        "run", "--replicas", str(n), os.path.join(EXAMPLES, "tf1_linear_regression.py"))).stdout))
+    def run(replicas):
+        fresh = {fork_server.SOCKET_VAR: None} if replicas == README_REPLICAS else None
+        return parse_numbers(check_ok(run_cli(
+            "run", "--replicas", str(replicas),
+            os.path.join(EXAMPLES, "tf1_linear_regression.py"), env=fresh)).stdout)
+    return lazy_runs(run)
 
 
 @pytest.fixture(scope="module")
