@@ -397,7 +397,7 @@ def test_tf115_lstm_fit_one_step_per_call_compiles_on_static_core_batches():
 
     runs = {n: run(n) for n in (1, 8)}
     # TF 2's class on 2 cores: the loop it takes does not depend on the core count
-    # (the TF 1.15 class above makes the 8-core claim), and 2 cores cost a third of 8.
+    # (the TF 1.15 class above makes the 8-core claim); 2 cores build a quarter of the graph.
     tf2_class = run(2, "tf2_class")
     assert runs[8]["core_batch"] == 2 and runs[1]["core_batch"] == 16
     assert tf2_class["core_batch"] == 8

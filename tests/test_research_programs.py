@@ -97,7 +97,7 @@ def test_lars_subclass_of_the_public_optimizer_computes_lars(lars_runs):
     assert numbers["checkpoints"] == 2 and numbers["checkpoint_files"] == 2
 
 
-# CI runs 2 cores (the 8-core run costs three times as much): 2 replicas already
+# CI runs 2 cores (the 8-core run costs about 30 s of CPU more): 2 replicas already
 # sum SyncBatchNormalization's statistics and LARS's gradients across replicas.
 # 8-core parity of a TF 2 custom loop stays in CI in test_parity's
 # test_custom_training_loop_matches_single_device[...-8] cases, and cross-replica

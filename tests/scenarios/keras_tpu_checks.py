@@ -45,7 +45,7 @@ result = {
         optimizer="sgd", loss="mse", sample_weight_mode="temporal")),
     "weighted_metrics": outcome(lambda: tpu_model.compile(
         optimizer="sgd", loss="mse", weighted_metrics=["mae"])),
-    # Run on 2 cores (the rules are the same on 8, where they cost three times the time).
+    # Run on 2 cores: the rules are the same on 8, where each model builds four times the replicas.
     # 40 samples in global batches of 16: the last batch of 8 splits across the cores...
     "fit_last_batch_8": outcome(lambda: tpu_model.fit(x, y, batch_size=16, verbose=0,
                                                       shuffle=False)),
