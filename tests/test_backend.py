@@ -1,12 +1,12 @@
 """Backend choice: emulated by default, overridable, never on the network."""
 
 import json
-import subprocess
 import sys
 import textwrap
 
 import pytest
 
+from tpu_compat import _process
 from conftest import SCENARIOS, assert_one_error_line, run_cli, subprocess_env
 
 pytestmark = pytest.mark.requires_tf
@@ -72,8 +72,11 @@ def test_too_late_to_emulate_is_a_clear_error():
         except RuntimeError as error:
             print(type(error).__name__ + ": " + str(error))
     """)
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            env=subprocess_env(), timeout=600)
+    # A plain `python -c` (no `tpu-compat run`), forked by the test fork server:
+    # its child has TensorFlow imported and no device initialized, as a fresh
+    # python has (tests/fork_server.py); the claim is about initialization.
+    result = _process.run_tensorflow_child([sys.executable, "-c", code], 600,
+                                           env=subprocess_env())
     assert "EmulationTooLateError: cannot emulate a TPU with 4 cores: TensorFlow already " \
            "initialized its devices with 1 logical CPU device(s)" in result.stdout, result.stderr
     assert "call tpu_compat.install() at the top of the program" in result.stdout

@@ -1,11 +1,12 @@
 """The command line: usage errors are one line, exit code 2, no traceback."""
 
 import json
+import sys
 
 import pytest
 
-from tpu_compat import cli
-from conftest import check_ok, run_cli
+from tpu_compat import _process, cli
+from conftest import check_ok, run_cli, subprocess_env
 
 
 @pytest.mark.parametrize("argv,message", [
@@ -80,7 +81,11 @@ def test_doctor_reports_backend_keras_and_versions():
 
 @pytest.mark.requires_tf
 def test_doctor_reports_misconfiguration():
-    result = run_cli("doctor", env={"TPU_COMPAT_BACKEND": "tpu"})
+    # The backend's problem line needs no fresh process (the Keras facts do:
+    # test_doctor_reports_backend_keras_and_versions): doctor forked by the test
+    # fork server, with TensorFlow imported as `tpu-compat run` imports it.
+    result = _process.run_tensorflow_child([sys.executable, "-m", "tpu_compat", "doctor"], 600,
+                                           env=subprocess_env(TPU_COMPAT_BACKEND="tpu"))
     assert result.returncode == 1
     assert "problem: backend: TPU_COMPAT_BACKEND=tpu but no TPU is reachable" in result.stdout
 
@@ -94,8 +99,7 @@ def test_version_flag():
 
 @pytest.mark.tf_free
 def test_import_tpu_compat_does_not_import_tensorflow():
-    import subprocess, sys
-    from conftest import subprocess_env
+    import subprocess
     code = ("import sys, tpu_compat, tpu_compat.cli; "
             "print('tensorflow' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True,

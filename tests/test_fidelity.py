@@ -7,14 +7,15 @@ category and the compat.v1 ``steps_per_run`` loop; legitimate steps
 ``tpu``. A second one (fidelity_checks_tf2.py, TF 2.x) covers ``strategy.run``
 inside a tf.function, eager ``run``/``experimental_run_v2`` and Keras
 ``model.fit``. Shapes XLA cannot bound are unit-tested in
-test_compile_time_constants.py. One tpu.replicate parity run proves
-a legitimate low-level program still passes.
+test_compile_time_constants.py. That a legitimate low-level program
+(tpu.replicate, shard, outside_compilation) still passes under ``tpu`` with
+--tf1 is tests/test_tpu_lowlevel.py's 2-replica parity run.
 """
 
 import pytest
 
 from tpu_compat import _config, settings
-from conftest import check_ok, parse_numbers, run_scenario
+from conftest import check_ok, run_scenario
 
 FAILING = {
     "py_function": ["EagerPyFunc"],
@@ -128,13 +129,6 @@ def test_tf2_steps_run_on_cpu_fail_under_tpu_naming_op_and_line(runs_tf2, case):
 @pytest.mark.parametrize("case", PASSING_TF2)
 def test_tf2_legitimate_steps_pass_under_tpu_with_the_same_result(runs_tf2, case):
     _assert_passes_with_the_same_result(runs_tf2, case)
-
-
-@pytest.mark.requires_tf
-def test_tpu_replicate_parity_passes_under_tpu_fidelity():
-    result = check_ok(run_scenario("lowlevel_parity.py", 2, tf1=True, env={
-        settings.FIDELITY_VAR: "tpu", "TPU_COMPAT_WARNINGS": "ignore"}))
-    assert parse_numbers(result.stdout).get("DONE") == 1
 
 
 def test_bad_fidelity_value_names_the_variable():

@@ -15,6 +15,7 @@ test_numerics_ops.py).
 
 import json
 import os
+import subprocess
 import textwrap
 
 import pytest
@@ -34,6 +35,12 @@ FAKE = textwrap.dedent("""
 """)
 
 
+# The fake scripts are plain Python: started afresh (~0.1 s each), not forked
+# by a fork-server sibling that would import TensorFlow for their environment
+# (the runs set PYTHONHASHSEED, which the suite's server was not started with).
+_PLAIN_PYTHON = pytest.mark.fresh_process
+
+
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
     path = tmp_path / "fake.py"
@@ -43,6 +50,7 @@ def fake(tmp_path, monkeypatch):
     return str(path)
 
 
+@_PLAIN_PYTHON
 def test_the_engine_runs_both_numerics_and_ranks_what_moved(fake):
     options = measure.RunOptions(replicas=2, timeout=60.0, seed=0)
     result = numerics_diff.numerics_diff(fake, ["x", "y"], options,
@@ -56,6 +64,7 @@ def test_the_engine_runs_both_numerics_and_ranks_what_moved(fake):
     assert (result.only_exact, result.only_tpu) == (("only_exact",), ("only_tpu",))
 
 
+@_PLAIN_PYTHON
 def test_the_report_and_exit_codes(fake, capsys):
     assert cli.main(["numerics-diff", "--replicas", "2", fake]) == 0
     out = capsys.readouterr().out
@@ -70,6 +79,7 @@ def test_the_report_and_exit_codes(fake, capsys):
     assert "key" not in capsys.readouterr().out.split("moved", 1)[1]
 
 
+@_PLAIN_PYTHON
 def test_a_failing_run_and_a_missing_script(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(script_process, "tpu_compat_command", script_process.python_command)
     broken = tmp_path / "broken.py"
@@ -115,6 +125,7 @@ FAKE_OPS = textwrap.dedent("""
 """)
 
 
+@_PLAIN_PYTHON
 def test_ops_at_step_reaches_the_tpu_run_only_and_is_reported(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(script_process, "tpu_compat_command", script_process.python_command)
     script = tmp_path / "fake_ops.py"
@@ -132,9 +143,13 @@ def test_ops_at_step_reaches_the_tpu_run_only_and_is_reported(tmp_path, monkeypa
             "no step 6") in capsys.readouterr().out
 
 
-def test_ops_at_step_takes_a_positive_step():
+def test_ops_at_step_takes_a_positive_step(capsys):
+    # In process (cli.main, as test_cli's usage errors): argument checking is
+    # all this claims; three fresh interpreters cost ~8 s.
     for bad in ("0", "1.5", "1000000001"):  # issue 33: bounded as TPU_COMPAT_NUMERICS_OPS
-        result = run_cli("numerics-diff", "--ops-at-step", bad, "absent.py")
+        code = cli.main(["numerics-diff", "--ops-at-step", bad, "absent.py"])
+        captured = capsys.readouterr()
+        result = subprocess.CompletedProcess([], code, captured.out, captured.err)
         assert_one_error_line(result, f"--ops-at-step={bad!r} is not valid; expected an "
                                       f"integer from 1 to 1000000000")
 
