@@ -128,6 +128,24 @@ REWRITES = [
      "ctx = s.extended.experimental_run_steps_on_iterator(f, it, 1)\n" + SESSION,
      TF + "\n\n" + _helper() + "\n\n" + "s = tf.distribute.TPUStrategy(r)\n"
      "ctx = _run_steps_on_iterator(s, f, it, 1)\n" + SESSION),
+    # iterations reads the strategy's own steps_per_run: TF 2's class has none, so
+    # it becomes the constructor's value, a name assigned once at module level ...
+    (TF + "N = 4\n" + STRATEGY + "ctx = s.extended.experimental_run_steps_on_iterator(\n"
+     "    step_fn, it, iterations=s.steps_per_run)\n" + SESSION,
+     TF + "\n\n" + _helper() + "\n\n" + "N = 4\ns = tf.compat.v2.distribute.TPUStrategy(r)\n"
+     "ctx = _run_steps_on_iterator(\n    s, step_fn, it, iterations=N)\n" + SESSION),
+    # ... a literal, read through .extended ...
+    (TF + "s = tf.distribute.experimental.TPUStrategy(r, 8)\n"
+     "ctx = s.extended.experimental_run_steps_on_iterator(f, it, s.extended.steps_per_run)\n"
+     + SESSION,
+     TF + "\n\n" + _helper() + "\n\n" + "s = tf.compat.v2.distribute.TPUStrategy(r)\n"
+     "ctx = _run_steps_on_iterator(s, f, it, 8)\n" + SESSION),
+    # ... or 1, TF 1.15's value when steps_per_run was not given (TF 2's V2 class
+    # would read 1 here too, but TF 2.21's TPUStrategy has no .steps_per_run)
+    (TF + "s = tf.distribute.experimental.TPUStrategy(r)\n"
+     "ctx = s.extended.experimental_run_steps_on_iterator(f, it, s.steps_per_run)\n" + SESSION,
+     TF + "\n\n" + _helper() + "\n\n" + "s = tf.distribute.TPUStrategy(r)\n"
+     "ctx = _run_steps_on_iterator(s, f, it, 1)\n" + SESSION),
     # call_for_each_replica -> run (same parameters), in a graph program
     (TF + "sess = tf.Session()\nd = tf.distribute.MirroredStrategy()\n"
      "out = d.extended.call_for_each_replica(fn, args=(x,))\n",
@@ -173,6 +191,34 @@ TODOS = [
     (TF + SESSION + "d = tf.distribute.MirroredStrategy()\n"
      "out = d.extended.call_for_each_replica(fn, args=(x,), extra=1)\n",
      "TPC019", "only call_for_each_replica(fn, args, kwargs)"),
+    # iterations reads steps_per_run, whose expression is not safe to repeat at the
+    # call: an attribute (FLAGS may change), a module-level name bound twice or
+    # through `global`, a name the call's scope shadows
+    (TF + "s = tf.distribute.experimental.TPUStrategy(r, steps_per_run=FLAGS.steps)\n"
+     "ctx = s.extended.experimental_run_steps_on_iterator(f, it, s.steps_per_run)\n" + SESSION,
+     "TPC012", "given as `FLAGS.steps`, which cannot be repeated at the call"),
+    (TF + "N = 4\n" + STRATEGY + "N = 2\n"
+     "ctx = s.extended.experimental_run_steps_on_iterator(f, it, s.steps_per_run)\n" + SESSION,
+     "TPC012", "given as `N`, which cannot be repeated"),
+    (TF + "N = 4\n" + STRATEGY + "def more():\n    global N\n    N += 1\n"
+     "ctx = s.extended.experimental_run_steps_on_iterator(f, it, s.steps_per_run)\n" + SESSION,
+     "TPC012", "given as `N`, which cannot be repeated"),
+    (TF + "N = 4\n" + STRATEGY + "def loop(N):\n"
+     "    return s.extended.experimental_run_steps_on_iterator(f, it, s.steps_per_run)\n"
+     + SESSION, "TPC012", "given as `N`, which cannot be repeated"),
+    # ... or of a strategy that is not (only) the module's TPU strategy
+    (TF + "N = 4\nstrategy = tf.distribute.experimental.TPUStrategy(r, steps_per_run=N)\n"
+     "def loop(strategy):\n    return strategy.extended.experimental_run_steps_on_iterator(\n"
+     "        f, it, strategy.steps_per_run)\n" + SESSION,
+     "TPC012", "the steps_per_run of `strategy`, which is not (only) the module's TPU strategy"),
+    # every other read of the strategy's steps_per_run keeps its TODO, and so does
+    # the class (TF 2's has no steps_per_run) while the loop is rewritten
+    (TF + "N = 4\n" + STRATEGY + "ctx = s.extended.experimental_run_steps_on_iterator(f, it, N)\n"
+     "print(s.steps_per_run, s.extended.steps_per_run)\n" + SESSION, "TPC008", "manual"),
+    (TF + "N = 4\n" + STRATEGY + "ctx = s.extended.experimental_run_steps_on_iterator(f, it, N)\n"
+     "print(s.extended.steps_per_run)\n" + SESSION, "TPC005", "(.extended)"),
+    (TF + "N = 4\n" + STRATEGY + "ctx = s.extended.experimental_run_steps_on_iterator(f, it, N)\n"
+     "print(s.steps_per_run)\n" + SESSION, "TPC005", ", .steps_per_run)"),
     # a strategy whose .extended is read for something else keeps its class's TODO
     (TF + STRATEGY + "ctx = s.extended.experimental_run_steps_on_iterator(f, it, N)\n"
      "n = s.extended.worker_devices\n" + SESSION, "TPC005", ".extended"),
@@ -191,6 +237,9 @@ def test_todos(before, rule, why):
 
 NOOPS = [
     TF + "ctx = s.experimental_run_steps_on_iterator_v2(f, it)\n" + SESSION,
+    # what the rewrite writes is not legacy again
+    TF + "N = 4\ns = tf.distribute.TPUStrategy(r)\n"
+    "ctx = _run_steps_on_iterator(s, f, it, iterations=N)\n" + SESSION,
     TF + SESSION + "out = s.run(fn, args=(x,))\n",
 ]
 
