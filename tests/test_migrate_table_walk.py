@@ -16,6 +16,7 @@ import subprocess
 import sys
 
 import pytest
+from migrate_check import upgraded
 
 from tpu_compat import legacy_api
 from tpu_compat.migrate import imports, scan, upgrade
@@ -109,9 +110,8 @@ def test_every_row_has_a_case():
 
 @functools.lru_cache(maxsize=None)
 def _upgrade(source):
-    result = upgrade.upgrade_bytes("walk.py", source.encode("utf-8"))
-    assert result.error is None, result.error
-    return result.output.decode("utf-8"), tuple(result.outcomes)
+    after, outcomes = upgraded(source, "walk.py")
+    return after, tuple(outcomes)
 
 
 @pytest.mark.parametrize("record,case_id,source", CASES,

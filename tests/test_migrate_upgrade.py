@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 
+import migrate_check
 import pytest
 
 from tpu_compat import legacy_api
@@ -30,9 +31,7 @@ def todo(rule):
 
 
 def upgraded(source, path="snippet.py"):
-    result = upgrade.upgrade_bytes(path, source.encode("utf-8"))
-    assert result.error is None, result.error
-    return result.output.decode("utf-8")
+    return migrate_check.upgraded(source, path)[0]
 
 
 # --- rewrites: (before, after) ----------------------------------------------------------
