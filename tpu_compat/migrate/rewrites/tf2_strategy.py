@@ -15,9 +15,11 @@ accepts TF 2's class and has no ``steps_per_execution``, so ``steps_per_run``
 goes rather than becoming one. A TF 1.x graph program's loop on the object
 (``make_dataset_iterator``, ``experimental_run``, ``reduce``) counts too once
 ``graph_loop`` rewrote all of it (the file is written only with all of it):
-TF 2's class runs that graph-mode form with the same numbers. Any other use
-(``extended``, ``experimental_run_steps_on_iterator``, passing the strategy
-on) keeps the TODO.
+TF 2's class runs that graph-mode form with the same numbers, and so do the
+step's ``experimental_run_v2`` (renamed ``run``) and the loop's
+``iterations=strategy.steps_per_run`` (replaced by its value, _steps_loop)
+when rewritten with it. Any other use (another ``extended`` or
+``steps_per_run`` read, passing the strategy on) keeps the TODO.
 """
 
 import functools
