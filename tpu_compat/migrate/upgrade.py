@@ -368,11 +368,11 @@ def _upgrade_once(path, raw, max_bytes) -> FileUpgrade:
 def upgrade_bytes(path, raw, max_bytes=None) -> FileUpgrade:
     """Upgrades ``raw`` as the contents of ``path``; never raises for bad input."""
     first = _upgrade_once(path, raw, max_bytes)
-    if first.error is not None or not first.changed:
+    if (first.error is not None or not first.changed  # TODO lines alone add no legacy name
+            or all(o.action != REWRITTEN for o in first.outcomes)):
         return first
-    # A rewrite can land on a name that is itself legacy (tf.contrib.tpu.X ->
-    # tf.compat.v1.tpu.X, still a TF 1.x API): a second pass leaves that
-    # name's TODO, so one run of upgrade is final.
+    # A rewrite can land on a legacy name (tf.contrib.tpu.X -> tf.compat.v1.tpu.X):
+    # a second pass leaves that name's TODO, so one run of upgrade is final.
     second = _upgrade_once(path, first.output, None)
     if second.error is not None or not second.changed:
         return first
