@@ -12,18 +12,13 @@ import shutil
 
 import pytest
 from conftest import check_ok, parse_numbers, run_cli
+from migrate_check import assert_rewritten, assert_todo
 
 from tpu_compat.migrate import report, upgrade
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrate_programs")
 V1 = "import tensorflow.compat.v1 as tf\n"
 TF = "import tensorflow as tf\n"
-
-
-def _upgrade(source):
-    result = upgrade.upgrade_bytes("snippet.py", source.encode("utf-8"))
-    assert result.error is None, result.error
-    return result.output.decode("utf-8"), result.outcomes
 
 
 REWRITES = [
@@ -83,10 +78,7 @@ REWRITES = [
 
 @pytest.mark.parametrize("before,after", REWRITES, ids=[b for b, _ in REWRITES])
 def test_rewrites(before, after):
-    out, outcomes = _upgrade(before)
-    assert out == after
-    assert {o.action for o in outcomes} == {upgrade.REWRITTEN}, outcomes
-    assert _upgrade(out) == (out, [])  # nothing legacy left; a second run changes nothing
+    assert_rewritten(before, after)
 
 
 TODOS = [
@@ -125,12 +117,7 @@ TODOS = [
 
 @pytest.mark.parametrize("before,rule,why", TODOS, ids=[b for b, _, _ in TODOS])
 def test_todos(before, rule, why):
-    out, outcomes = _upgrade(before)
-    mine = [o for o in outcomes if o.finding.rule == rule]
-    assert mine and all(o.action == upgrade.TODO for o in mine), outcomes
-    assert any(why in o.detail for o in mine), [o.detail for o in mine]
-    assert f"# TODO(tpu_compat): {rule} " in out
-    assert _upgrade(out)[0] == out
+    assert_todo(before, rule, why)
 
 
 def test_a_dropped_import_needs_every_use_written(monkeypatch):

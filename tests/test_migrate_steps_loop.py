@@ -97,18 +97,13 @@ def test_legacy_steps_loop_computes_the_eras_numbers(legacy_runs, replicas):
 
 # -- the rewrite (graph_loop's TPC012 and TPC019, rewrites/_steps_loop.py) --------
 
+from migrate_check import assert_rewritten, assert_todo, upgraded as _upgrade  # noqa: E402
 from tpu_compat.migrate import report, upgrade  # noqa: E402  (the rewrite's tests below)
 from tpu_compat.migrate.rewrites import _steps_loop  # noqa: E402
 
 TF = "import tensorflow as tf\n"
 STRATEGY = "s = tf.distribute.experimental.TPUStrategy(r, steps_per_run=N)\n"
 SESSION = "sess = tf.Session()\n"
-
-
-def _upgrade(source):
-    result = upgrade.upgrade_bytes("snippet.py", source.encode("utf-8"))
-    assert result.error is None, result.error
-    return result.output.decode("utf-8") if result.changed else source, result.outcomes
 
 
 def _helper():
@@ -128,6 +123,24 @@ REWRITES = [
      "ctx = s.extended.experimental_run_steps_on_iterator(f, it, 1)\n" + SESSION,
      TF + "\n\n" + _helper() + "\n\n" + "s = tf.distribute.TPUStrategy(r)\n"
      "ctx = _run_steps_on_iterator(s, f, it, 1)\n" + SESSION),
+    # iterations reads the strategy's own steps_per_run: TF 2's class has none, so
+    # it becomes the constructor's value, a name assigned once at module level ...
+    (TF + "N = 4\n" + STRATEGY + "ctx = s.extended.experimental_run_steps_on_iterator(\n"
+     "    step_fn, it, iterations=s.steps_per_run)\n" + SESSION,
+     TF + "\n\n" + _helper() + "\n\n" + "N = 4\ns = tf.compat.v2.distribute.TPUStrategy(r)\n"
+     "ctx = _run_steps_on_iterator(\n    s, step_fn, it, iterations=N)\n" + SESSION),
+    # ... a literal, read through .extended ...
+    (TF + "s = tf.distribute.experimental.TPUStrategy(r, 8)\n"
+     "ctx = s.extended.experimental_run_steps_on_iterator(f, it, s.extended.steps_per_run)\n"
+     + SESSION,
+     TF + "\n\n" + _helper() + "\n\n" + "s = tf.compat.v2.distribute.TPUStrategy(r)\n"
+     "ctx = _run_steps_on_iterator(s, f, it, 8)\n" + SESSION),
+    # ... or 1, TF 1.15's value when steps_per_run was not given (TF 2's V2 class
+    # would read 1 here too, but TF 2.21's TPUStrategy has no .steps_per_run)
+    (TF + "s = tf.distribute.experimental.TPUStrategy(r)\n"
+     "ctx = s.extended.experimental_run_steps_on_iterator(f, it, s.steps_per_run)\n" + SESSION,
+     TF + "\n\n" + _helper() + "\n\n" + "s = tf.distribute.TPUStrategy(r)\n"
+     "ctx = _run_steps_on_iterator(s, f, it, 1)\n" + SESSION),
     # call_for_each_replica -> run (same parameters), in a graph program
     (TF + "sess = tf.Session()\nd = tf.distribute.MirroredStrategy()\n"
      "out = d.extended.call_for_each_replica(fn, args=(x,))\n",
@@ -141,10 +154,7 @@ REWRITES = [
 
 @pytest.mark.parametrize("before,after", REWRITES, ids=[b for b, _ in REWRITES])
 def test_rewrites(before, after):
-    out, outcomes = _upgrade(before)
-    assert out == after
-    assert {o.action for o in outcomes} == {upgrade.REWRITTEN}, outcomes
-    assert _upgrade(out) == (out, [])  # nothing legacy left; a second run changes nothing
+    assert_rewritten(before, after)
 
 
 TODOS = [
@@ -173,6 +183,36 @@ TODOS = [
     (TF + SESSION + "d = tf.distribute.MirroredStrategy()\n"
      "out = d.extended.call_for_each_replica(fn, args=(x,), extra=1)\n",
      "TPC019", "only call_for_each_replica(fn, args, kwargs)"),
+    # iterations reads steps_per_run, whose expression is not safe to repeat at the
+    # call: an attribute (FLAGS may change), a module-level name bound twice or
+    # through `global`, a name the call's scope shadows
+    (TF + "s = tf.distribute.experimental.TPUStrategy(r, steps_per_run=FLAGS.steps)\n"
+     "ctx = s.extended.experimental_run_steps_on_iterator(f, it, s.steps_per_run)\n" + SESSION,
+     "TPC012", "given as `FLAGS.steps`, which cannot be repeated at the call"),
+    (TF + "N = 4\n" + STRATEGY + "N = 2\n"
+     "ctx = s.extended.experimental_run_steps_on_iterator(f, it, s.steps_per_run)\n" + SESSION,
+     "TPC012", "given as `N`, which cannot be repeated"),
+    (TF + "N = 4\n" + STRATEGY + "def more():\n    global N\n    N += 1\n"
+     "ctx = s.extended.experimental_run_steps_on_iterator(f, it, s.steps_per_run)\n" + SESSION,
+     "TPC012", "given as `N`, which cannot be repeated"),
+    (TF + "N = 4\n" + STRATEGY + "def loop(N):\n"
+     "    return s.extended.experimental_run_steps_on_iterator(f, it, s.steps_per_run)\n"
+     + SESSION, "TPC012", "given as `N`, which cannot be repeated"),
+    # ... or of a strategy that is not (only) the module's TPU strategy
+    (TF + "N = 4\nstrategy = tf.distribute.experimental.TPUStrategy(r, steps_per_run=N)\n"
+     "def loop(strategy):\n    return strategy.extended.experimental_run_steps_on_iterator(\n"
+     "        f, it, strategy.steps_per_run)\n" + SESSION,
+     "TPC012", "the steps_per_run of `strategy`, which is not (only) the module's TPU strategy"),
+    # every other read of the strategy's steps_per_run keeps its TODO, and so does
+    # the class (TF 2's has no steps_per_run) while the loop is rewritten
+    (TF + "N = 4\n" + STRATEGY + "ctx = s.extended.experimental_run_steps_on_iterator(f, it, N)\n"
+     "print(s.steps_per_run, s.extended.steps_per_run)\n" + SESSION, "TPC008", "manual"),
+    (TF + "N = 4\n" + STRATEGY + "ctx = s.extended.experimental_run_steps_on_iterator(f, it, N)\n"
+     "print(s.extended.steps_per_run)\n" + SESSION, "TPC005", "(.extended)"),
+    (TF + "N = 4\n" + STRATEGY + "ctx = s.extended.experimental_run_steps_on_iterator(f, it, N)\n"
+     "print(s.steps_per_run)\n" + SESSION, "TPC005", ", .steps_per_run)"),
+    # only a strategy's `extended` had steps_per_run: marked whatever holds it
+    (TF + "def steps(d):\n    return d.extended.steps_per_run\n", "TPC008", "manual"),
     # a strategy whose .extended is read for something else keeps its class's TODO
     (TF + STRATEGY + "ctx = s.extended.experimental_run_steps_on_iterator(f, it, N)\n"
      "n = s.extended.worker_devices\n" + SESSION, "TPC005", ".extended"),
@@ -181,16 +221,14 @@ TODOS = [
 
 @pytest.mark.parametrize("before,rule,why", TODOS, ids=[b for b, _, _ in TODOS])
 def test_todos(before, rule, why):
-    out, outcomes = _upgrade(before)
-    mine = [o for o in outcomes if o.finding.rule == rule]
-    assert mine and all(o.action == upgrade.TODO for o in mine), outcomes
-    assert any(why in o.detail for o in mine), [o.detail for o in mine]
-    assert f"# TODO(tpu_compat): {rule} " in out
-    assert _upgrade(out)[0] == out
+    assert_todo(before, rule, why)
 
 
 NOOPS = [
     TF + "ctx = s.experimental_run_steps_on_iterator_v2(f, it)\n" + SESSION,
+    # what the rewrite writes is not legacy again
+    TF + "N = 4\ns = tf.distribute.TPUStrategy(r)\n"
+    "ctx = _run_steps_on_iterator(s, f, it, iterations=N)\n" + SESSION,
     TF + SESSION + "out = s.run(fn, args=(x,))\n",
 ]
 

@@ -9,16 +9,11 @@ import types
 import warnings
 
 import pytest
+from migrate_check import assert_rewritten, assert_todo, upgraded as _upgrade
 
 from tpu_compat.migrate import upgrade
 
 TF = "import tensorflow as tf\n"
-
-
-def _upgrade(source):
-    result = upgrade.upgrade_bytes("snippet.py", source.encode("utf-8"))
-    assert result.error is None, result.error
-    return result.output.decode("utf-8"), result.outcomes
 
 
 REWRITES = [
@@ -46,10 +41,7 @@ REWRITES = [
 
 @pytest.mark.parametrize("before,after", REWRITES, ids=[b for b, _ in REWRITES])
 def test_rewrites(before, after):
-    out, outcomes = _upgrade(before)
-    assert out == after
-    assert outcomes and {o.action for o in outcomes} == {upgrade.REWRITTEN}, outcomes
-    assert _upgrade(out) == (out, [])  # nothing legacy left; a second run changes nothing
+    assert_rewritten(before, after)
 
 
 def test_a_module_without_distutils_is_unchanged():
@@ -79,11 +71,9 @@ TODOS = [
 
 @pytest.mark.parametrize("before,why", TODOS, ids=[b for b, _ in TODOS])
 def test_todos(before, why):
-    out, outcomes = _upgrade(before)
-    assert outcomes and all(o.action == upgrade.TODO for o in outcomes), outcomes
-    assert any(why in o.detail for o in outcomes), [o.detail for o in outcomes]
-    assert "# TODO(tpu_compat): TPC201 " in out and "packaging" not in out.split("TPC201")[0]
-    assert _upgrade(out)[0] == out
+    out, outcomes = assert_todo(before, "TPC201", why)
+    assert all(o.action == upgrade.TODO for o in outcomes), outcomes  # TPC201's alone
+    assert "packaging" not in out.split("TPC201")[0]
 
 
 # TensorFlow versions a migrated program can see: releases, candidates and

@@ -152,16 +152,33 @@ def test_upgraded_tf2_example_computes_what_the_legacy_one_did(tmp_path):
 
 
 @pytest.mark.requires_tf
-def test_upgraded_tf1_example_still_has_legacy_apis_and_fails_clearly(tmp_path):
+def test_upgraded_tf1_example_runs_strict_with_the_legacy_numbers(tmp_path):
+    """The TF 1.15 graph program (compat.v1 TPUStrategy with steps_per_run, its
+    multi-step loop with iterations=strategy.steps_per_run) upgrades with no TODO
+    (issue 35) and its copy computes what the legacy one did under
+    --warnings error --strict on."""
+    result = upgrade.upgrade_file(TF1_EXAMPLE)
+    assert {o.action for o in result.outcomes} == {upgrade.REWRITTEN}, result.outcomes
     migrated = upgraded_copy(TF1_EXAMPLE, tmp_path)
-    assert "# TODO(tpu_compat): TPC012" in open(migrated).read()  # its multi-step loop
+    assert "_run_steps_on_iterator(\n        strategy, step_fn, iterator, " \
+           "iterations=STEPS_PER_RUN," in open(migrated).read()
+    result = run_cli("verify", TF1_EXAMPLE, migrated, "--replicas", "2")
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert result.stdout.splitlines()[-1] == (
+        "EQUAL: all 8 numbers equal within rtol=0.0001, atol=1e-06")
+
+
+@pytest.mark.requires_tf
+def test_a_legacy_call_put_back_into_the_upgraded_tf1_example_fails_clearly(tmp_path):
+    migrated = upgraded_copy(TF1_EXAMPLE, tmp_path, edit=lambda text: text.replace(
+        "sess.run(iterator.initializer)", "sess.run(iterator.initialize())"))
     result = run_cli("verify", TF1_EXAMPLE, migrated, "--replicas", "2")
     assert result.returncode == 1
     last = result.stdout.splitlines()[-1]
-    assert last.startswith(f"FAILED: {migrated} still uses legacy TPU APIs, so it fails "
-                           f"under --warnings=error: ")
-    # The first legacy use left is the constructor's steps_per_run (no autofix).
-    assert last.endswith("[TPC007]")
+    assert last == (f"FAILED: {migrated} still uses legacy TPU APIs, so it fails under "
+                    f"--warnings=error: InputIterator.initialize is a TF 1.15 API (removed "
+                    f"in TF 2.0); use the iterator's initializer property in graph mode; "
+                    f"nothing in TF2 instead. [TPC018]")
     assert f"legacy:   {TF1_EXAMPLE}: 8 numbers" in result.stdout
 
 

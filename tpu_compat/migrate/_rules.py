@@ -62,6 +62,7 @@ RUN_V2 = legacy_api.get("TPC001")
 # TPC007 also covers a positional steps_per_run: always for the TF 1.x class,
 # and for the experimental name when tpu_compat.tpu_strategy_args says so.
 STEPS_PER_RUN = legacy_api.get("TPC007")
+STEPS_PER_RUN_READ = legacy_api.get("TPC008")
 V1_TPU_STRATEGY = frozenset(imports.module_path(s) for s in legacy_api.get("TPC017").symbols)
 STEPS_PER_RUN_CALLEES = V1_TPU_STRATEGY | frozenset(
     imports.module_path(s) for s in legacy_api.get("TPC005").symbols)
@@ -91,3 +92,4 @@ STRATEGY_CLASS = re.compile(r"\w*Strategy(?:Extended)?(?:V[12])?")
 STRATEGY_CONSTRUCTOR = re.compile(r"\w*Strategy(?:V[12])?")
 STRATEGY_GETTERS = frozenset({"get_strategy", "get_cross_replica_context"})
 STRATEGY_LIBRARIES = ("tensorflow", "tpu_compat")
+

@@ -109,6 +109,14 @@ def _names_strategy(node):
     return False
 
 
+def _steps_per_run_via_extended(record, attribute):
+    """Whether ``attribute`` reads TPC008's ``steps_per_run`` through ``X.extended``,
+    which only a strategy had (whatever ``X`` is named)."""
+    owner = attribute.value
+    return (record is _rules.STEPS_PER_RUN_READ and isinstance(owner, cst.Attribute)
+            and owner.attr.value == "extended")
+
+
 def _names_iterator(node):
     """Whether an expression's own name says it holds an input iterator."""
     name = node.value if isinstance(node, cst.Name) else (
@@ -769,6 +777,10 @@ class _Evaluator:
         record = _rules.ATTRIBUTE_RULES.get(attr)
         if record is not None:
             confidence = self.receiver_confidence(node.value, owner)
+            if confidence == LOW and _steps_per_run_via_extended(record, node):
+                # Only a strategy's `extended` had steps_per_run: marked, as TF
+                # 2.21's TPUStrategy would answer 1 there (issue 35).
+                confidence = HIGH
             if confidence is not None:
                 self.report(record, node.attr, confidence,
                             Site("attribute", node=node, statement=candidate.statement))

@@ -28,6 +28,7 @@ from typing import Dict, List, Optional
 import libcst as cst
 
 from tpu_compat.migrate import _positions, _preserve, _removal, rewrites, scan, sources
+from tpu_compat.migrate._todo_lines import all_written as _todo_lines_written
 
 __all__ = ["FileUpgrade", "Outcome", "REPORTED", "REWRITTEN", "TODO", "TODO_PREFIX",
            "upgrade_bytes", "upgrade_file", "upgrade_source", "upgrade_text"]
@@ -295,12 +296,11 @@ def upgrade_text(text, path="<string>", max_bytes=None, size=None):
                                  if size is None and max_bytes is not None else size)
     if analysis is None or not analysis.findings:
         return text, []
-    findings = analysis.findings
-    planner = _Planner(findings, analysis.wrapper.module)
+    findings, module = analysis.findings, analysis.wrapper.module
+    planner = _Planner(findings, module)
     outcomes = planner.plan()
-    if not planner.edits and not planner.todos:
-        return text, outcomes
-    module = analysis.wrapper.module
+    if not planner.edits and _todo_lines_written(module, planner.todos, TODO_PREFIX):
+        return text, outcomes  # nothing to write (a second run): as the rewrite would
     if "\n" not in code and "\r" not in code and trailer[:1] in ("\r", "\n"):
         # One line of code: libcst would take "\n" for the file's line break.
         module = module.with_changes(default_newline="\r\n" if trailer.startswith("\r\n")
@@ -368,11 +368,11 @@ def _upgrade_once(path, raw, max_bytes) -> FileUpgrade:
 def upgrade_bytes(path, raw, max_bytes=None) -> FileUpgrade:
     """Upgrades ``raw`` as the contents of ``path``; never raises for bad input."""
     first = _upgrade_once(path, raw, max_bytes)
-    if first.error is not None or not first.changed:
+    if (first.error is not None or not first.changed  # TODO lines alone add no legacy name
+            or all(o.action != REWRITTEN for o in first.outcomes)):
         return first
-    # A rewrite can land on a name that is itself legacy (tf.contrib.tpu.X ->
-    # tf.compat.v1.tpu.X, still a TF 1.x API): a second pass leaves that
-    # name's TODO, so one run of upgrade is final.
+    # A rewrite can land on a legacy name (tf.contrib.tpu.X -> tf.compat.v1.tpu.X):
+    # a second pass leaves that name's TODO, so one run of upgrade is final.
     second = _upgrade_once(path, first.output, None)
     if second.error is not None or not second.changed:
         return first

@@ -21,7 +21,15 @@ Not kept without a person: r1.15's TPU loop ran ONE step when the strategy's
 ``steps_per_run`` was 1, whatever ``iterations`` said. TF 2's class has no
 ``steps_per_run``, so the call is rewritten only where the number of steps
 is the same either way: ``iterations`` is the expression the module's one TPU
-strategy was given as ``steps_per_run``, or both are 1 (or absent).
+strategy was given as ``steps_per_run``, or both are 1 (or absent), or it
+reads that strategy's own ``S.steps_per_run`` / ``S.extended.steps_per_run``.
+Those mean the constructor's value by definition (r1.15 tpu_strategy.py:
+``TPUStrategyV1.steps_per_run`` returns ``extended.steps_per_run``, which
+``TPUExtended.__init__`` set from its ``steps_per_run`` argument, 1 when
+None), but TF 2.21's ``TPUStrategy`` has no ``steps_per_run`` and its
+``extended.steps_per_run`` is 1: the read is replaced by the constructor's
+expression where repeating it gives the same value (a literal, or a name
+assigned once at module level), and keeps the TODO otherwise.
 """
 
 import functools
@@ -29,6 +37,7 @@ import functools
 import libcst as cst
 
 from tpu_compat import legacy_api
+from tpu_compat.migrate import analysis
 from tpu_compat.migrate.rewrites._edit import Edit, arguments_by_name
 
 __all__ = ["HELPER_NAME", "helper_source", "plan", "problem"]
@@ -37,6 +46,7 @@ HELPER_NAME = "_run_steps_on_iterator"
 _PARAMETERS = ("fn", "iterator", "iterations", "initial_loop_values")
 # The TPU strategy constructors whose steps_per_run decides the step count.
 _TPU_CONSTRUCTORS = ("TPC005", "TPC017")
+_STEPS_PER_RUN_READ = legacy_api.get("TPC008").rule  # S.steps_per_run / S.extended.steps_per_run
 _TF_MODULES = ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2")
 _KERAS_TPU_SCOPE = legacy_api.REWRITE_KERAS_TPU_SCOPE
 
@@ -104,47 +114,61 @@ def helper_source(tf_name):
 
 def problem(planner, finding):
     """Why the TPC012 ``finding`` (in a graph program) is not rewritten, or None."""
+    return _check(planner, finding)[0]
+
+
+def _check(planner, finding):
+    """``(why not, None)``, or ``(None, steps)``: the call can be rewritten, with
+    ``iterations`` replaced by the expression ``steps`` (None: kept as written)."""
     site = finding.site
     call = site.call
     if call is None or site.starred or call.func is not site.node:
-        return "a reference, not a call"
+        return "a reference, not a call", None
     placed = arguments_by_name(call, _PARAMETERS)
     if placed is None or not {"fn", "iterator"} <= set(placed):
-        return "only experimental_run_steps_on_iterator(fn, iterator, iterations, ...) is rewritten"
+        return ("only experimental_run_steps_on_iterator(fn, iterator, iterations, ...) "
+                "is rewritten"), None
     receiver = site.node.value
     if not (isinstance(receiver, cst.Attribute) and receiver.attr.value == "extended"
             and site.receiver_pure):
-        return "the receiver is not `<strategy>.extended`"
-    steps = _steps_problem(planner, placed.get("iterations"))
-    if steps:
-        return steps
+        return "the receiver is not `<strategy>.extended`", None
+    steps = _steps(planner, receiver.value, placed.get("iterations"))
+    if isinstance(steps, str):
+        return steps, None
     module = planner.module
     if module is None:
-        return "the module was not parsed for rewriting"
+        return "the module was not parsed for rewriting", None
     if any(f.record.rewrite is not None and f.record.rewrite.kind == _KERAS_TPU_SCOPE
            for f in planner.findings):
         # That kind edits the module's statements too; one edit per node.
-        return "the module's keras_to_tpu_model rewrite edits its top level too"
+        return "the module's keras_to_tpu_model rewrite edits its top level too", None
     if getattr(planner.edits.get(id(module)), "kind", None) is not None:
-        return None  # the helper is planned already
+        return None, steps  # the helper is planned already
     if _module_tf_name(module) is None:
-        return "no module-level `import tensorflow as tf` to write the loop's helper with"
+        return "no module-level `import tensorflow as tf` to write the loop's helper with", None
     if {HELPER_NAME, "_MultiStepContext"} & {node.value for node in _names(module)}:
-        return f"the module already names {HELPER_NAME} or _MultiStepContext"
-    return None
+        return f"the module already names {HELPER_NAME} or _MultiStepContext", None
+    return None, steps
 
 
 def plan(planner, finding, kind):
     """Plans the rewrite of the TPC012 ``finding`` (edits of ``kind``); None, or why it
     needs a person."""
-    why = problem(planner, finding)
+    why, steps = _check(planner, finding)
     if why:
         return why
     helper = _helper_edit(planner, kind)
-    strategy = finding.site.node.value.value
-    planner.edit(finding, Edit(finding.site.call, cst.Call,
-                               functools.partial(_call_helper, strategy),
-                               kind, requires=helper.node))
+    call = finding.site.call
+    iterations = arguments_by_name(call, _PARAMETERS).get("iterations")
+    edit = Edit(call, cst.Call, functools.partial(
+        _call_helper, finding.site.node.value.value, iterations if steps is not None else None,
+        steps), kind, requires=helper.node)
+    planner.edit(finding, edit)
+    if steps is not None:
+        for read in planner.findings:
+            if read.rule == _STEPS_PER_RUN_READ and read.site.node is iterations:
+                planner.cover(read, edit, "iterations: the strategy's steps_per_run, "
+                                          "written as the value it was given")
     return None
 
 
@@ -152,9 +176,10 @@ def _code(node):
     return None if node is None else cst.Module([]).code_for_node(node).strip()
 
 
-def _steps_problem(planner, iterations):
+def _steps(planner, strategy, iterations):
     """Why the step count could differ from the era's (the module's TPU strategy's
-    ``steps_per_run`` against ``iterations``), or None."""
+    ``steps_per_run`` against ``iterations``, on the call's ``strategy``); else
+    the expression to write for ``iterations`` (None: as written)."""
     built = [f for f in planner.findings if f.rule in _TPU_CONSTRUCTORS
              and f.site is not None and f.site.call is not None
              and f.site.call.func is f.site.node]
@@ -163,12 +188,85 @@ def _steps_problem(planner, iterations):
                 "step per call when it was 1): build one TPU strategy in this module")
     arguments = arguments_by_name(built[0].site.call, (
         "tpu_cluster_resolver", "steps_per_run", "device_assignment")) or {}
-    given, wanted = _code(arguments.get("steps_per_run")), _code(iterations)
+    given = arguments.get("steps_per_run")
+    if _reads_steps_per_run(iterations, strategy):
+        return _steps_value(planner, built[0].site, strategy, given)
+    given, wanted = _code(given), _code(iterations)
     if given == wanted or {given, wanted} <= {None, "1"}:
         return None
     return (f"iterations ({wanted or 1}) is not the strategy's steps_per_run "
             f"({given or 1}): TF 1.15's TPU loop ran one step per call when "
             f"steps_per_run was 1")
+
+
+def _reads_steps_per_run(iterations, strategy):
+    """Whether ``iterations`` is ``<strategy>.steps_per_run`` or
+    ``<strategy>.extended.steps_per_run`` (``strategy`` a plain name)."""
+    if not (isinstance(iterations, cst.Attribute) and iterations.attr.value == "steps_per_run"
+            and isinstance(strategy, cst.Name)):
+        return False
+    owner = iterations.value
+    if isinstance(owner, cst.Attribute) and owner.attr.value == "extended":
+        owner = owner.value
+    return isinstance(owner, cst.Name) and owner.value == strategy.value
+
+
+def _steps_value(planner, built, strategy, given):
+    """The constructor's ``steps_per_run`` expression ``given`` (``1`` when
+    absent) to write where the call's ``strategy`` read it; or why not."""
+    target = _assigned_name(built.statement, built.call)
+    if target is None:
+        return ("iterations reads the strategy's steps_per_run, but the TPU strategy "
+                "is not assigned to a plain name whose value can be followed")
+    scopes = analysis.scopes_of(planner.module)
+    if _assignments(scopes, strategy) != [target]:
+        return (f"iterations reads the steps_per_run of `{strategy.value}`, which is not "
+                f"(only) the module's TPU strategy `{target.value}`")
+    if given is None:
+        return cst.Integer("1")
+    if isinstance(given, cst.Integer):
+        return given.deep_clone()
+    if isinstance(given, cst.Name):
+        once = _module_constant(planner.module, scopes, given)
+        if once is not None and _assignments(scopes, strategy, given.value) == [once]:
+            return given.deep_clone()
+    return (f"iterations reads the strategy's steps_per_run, given as `{_code(given)}`, "
+            f"which cannot be repeated at the call with the same value (only a literal or "
+            f"a name assigned once at module level can): write the number of steps")
+
+
+def _assigned_name(statement, call):
+    """The Name ``call``'s result is assigned to in ``statement`` (``NAME = call``), or None."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    assign = statement.body[0]
+    if (isinstance(assign, cst.Assign) and assign.value is call and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name)):
+        return assign.targets[0].target
+    return None
+
+
+def _assignments(scopes, node, name=None):
+    """The nodes that bind ``name`` (default: the Name ``node``'s own) where
+    ``node`` is, by libcst's scopes."""
+    scope = scopes.get(node)
+    if scope is None:
+        return None
+    return [assignment.node for assignment in scope[name or node.value]]
+
+
+def _module_constant(module, scopes, name):
+    """The target of the one top-level ``NAME = value`` that binds the Name
+    ``name`` (nothing else in the module binding it, ``global`` included), or None."""
+    top = scopes.get(module)
+    bound = [assignment.node for assignment in top.assignments[name.value]] if top else []
+    if len(bound) != 1 or _assignments(scopes, name) != bound:
+        return None
+    for statement in module.body:
+        if isinstance(statement, cst.SimpleStatementLine) and _assigned_name(
+                statement, getattr(statement.body[0], "value", None)) is bound[0]:
+            return bound[0]
+    return None
 
 
 def _module_tf_name(module):
@@ -228,10 +326,14 @@ def _insert_helper(helper, original, updated):
     return updated.with_changes(body=[*body[:after], *helper, *rest])
 
 
-def _call_helper(strategy, original, updated):
+def _call_helper(strategy, iterations, steps, original, updated):
     """``S.extended.experimental_run_steps_on_iterator(args)`` ->
     ``_run_steps_on_iterator(S, args)``: the helper's parameters have the
-    method's names, so the arguments stay as written."""
-    del original
+    method's names, so the arguments stay as written, but for ``iterations``
+    (the original node) replaced by ``steps`` when that is given."""
+    args = list(updated.args)
+    for index, arg in enumerate(original.args):
+        if iterations is not None and arg.value is iterations:
+            args[index] = args[index].with_changes(value=steps.deep_clone())
     first = cst.Arg(strategy, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    return updated.with_changes(func=cst.Name(HELPER_NAME), args=[first, *updated.args])
+    return updated.with_changes(func=cst.Name(HELPER_NAME), args=[first, *args])

@@ -15,9 +15,11 @@ accepts TF 2's class and has no ``steps_per_execution``, so ``steps_per_run``
 goes rather than becoming one. A TF 1.x graph program's loop on the object
 (``make_dataset_iterator``, ``experimental_run``, ``reduce``) counts too once
 ``graph_loop`` rewrote all of it (the file is written only with all of it):
-TF 2's class runs that graph-mode form with the same numbers. Any other use
-(``extended``, ``experimental_run_steps_on_iterator``, passing the strategy
-on) keeps the TODO.
+TF 2's class runs that graph-mode form with the same numbers, and so do the
+step's ``experimental_run_v2`` (renamed ``run``) and the loop's
+``iterations=strategy.steps_per_run`` (replaced by its value, _steps_loop)
+when rewritten with it. Any other use (another ``extended`` or
+``steps_per_run`` read, passing the strategy on) keeps the TODO.
 """
 
 import functools
@@ -41,13 +43,19 @@ KERAS_USES = frozenset({("scope", True), ("num_replicas_in_sync", False)})
 # The graph-mode loop of the TF 1.15 class, once graph_loop rewrote it: what
 # the object is then used for, all of which TF 2's class has (in graph mode).
 _GRAPH_LOOP_RULES = frozenset({"TPC009", "TPC011", "TPC012", "TPC018", "TPC019"})
+# Uses that go with such a loop, rewritten with it or away: the step's
+# experimental_run_v2 (TPC001, renamed `run`) and the strategy's steps_per_run
+# read as the loop's `iterations` (TPC008, replaced by its value, _steps_loop).
+_WITH_THE_LOOP_RULES = frozenset({"TPC001", "TPC008"})
 _LOOP_USES = frozenset({("experimental_distribute_dataset", True), ("make_dataset_iterator", True),
                         ("experimental_run", True), ("run", True), ("reduce", True),
                         ("experimental_local_results", True), ("unwrap", True),
-                        ("group", True)})
+                        ("group", True), ("experimental_run_v2", True),
+                        ("steps_per_run", False)})
 # `strategy.extended` is read by the multi-step loop and call_for_each_replica
-# (TPC012, TPC019), which graph_loop rewrites away; any other read keeps the TODO.
-_EXTENDED_RULES = frozenset({"TPC012", "TPC019"})
+# (TPC012, TPC019), which graph_loop rewrites away, and as the loop's
+# `extended.steps_per_run` (TPC008); any other read keeps the TODO.
+_EXTENDED_RULES = frozenset({"TPC008", "TPC012", "TPC019"})
 _V1 = "tensorflow.compat.v1"
 _EXPERIMENTAL, _V1_CLASS = "TPC005", "TPC017"  # tf.distribute.experimental's and compat.v1's
 _PARAMETERS = ("tpu_cluster_resolver", "steps_per_run", "device_assignment")
@@ -65,6 +73,8 @@ def plan(planner, finding, rewrite):
     other = sorted({use for use in site.result_uses if use not in KERAS_USES},
                    key=str)
     loop = [f for f in planner.findings if f.rule in _GRAPH_LOOP_RULES]
+    if loop:
+        loop += [f for f in planner.findings if f.rule in _WITH_THE_LOOP_RULES]
     if other and loop and all(planner.edit_of(f.site) is not None for f in loop):
         # The graph-mode loop was rewritten to what TF 2's class has.
         other = [use for use in other if use not in _LOOP_USES]
