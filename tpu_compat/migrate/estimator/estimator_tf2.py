@@ -38,6 +38,7 @@ import contextlib
 import inspect
 import os
 import sys
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -71,6 +72,9 @@ class InputPipelineConfig:
     PER_HOST_V2 = 3
     BROADCAST = 4
     SLICED = 5      # eval_training_input_configuration only (SimCLR's evaluation)
+
+
+_DEFAULT = object()      # an argument not given (RunConfig's _USE_DEFAULT)
 
 
 def _refuse(what, value, why):
@@ -115,7 +119,7 @@ class RunConfig:
 
     def __init__(self, tpu_config=None, cluster=None, model_dir=None, master=None,
                  tf_random_seed=None, save_checkpoints_steps=None, keep_checkpoint_max=5,
-                 save_checkpoints_secs=None, session_config=None, save_summary_steps=None,
+                 save_checkpoints_secs=_DEFAULT, session_config=None, save_summary_steps=None,
                  log_step_count_steps=None, evaluation_master=None,
                  keep_checkpoint_every_n_hours=None, **unknown):
         if unknown:
@@ -126,12 +130,17 @@ class RunConfig:
         self.master = master
         self.model_dir = model_dir
         self.tf_random_seed = tf_random_seed
+        # Estimator's RunConfig (tensorflow_estimator r1.15 run_config.py): saves every
+        # 600 s unless either is given; both given is an error.
+        if save_checkpoints_secs is _DEFAULT:
+            save_checkpoints_secs = 600 if save_checkpoints_steps is None else None
+        if save_checkpoints_secs is not None and save_checkpoints_steps is not None:
+            raise ValueError("RunConfig: can not provide both save_checkpoints_secs and "
+                             "save_checkpoints_steps")
         self.save_checkpoints_steps = save_checkpoints_steps
+        self.save_checkpoints_secs = save_checkpoints_secs
         self.keep_checkpoint_max = keep_checkpoint_max
         self.log_step_count_steps = 100 if log_step_count_steps is None else log_step_count_steps
-        if save_checkpoints_secs is not None and save_checkpoints_steps is None:
-            _refuse("RunConfig.save_checkpoints_secs", save_checkpoints_secs,
-                    "the migrated loop saves by steps (save_checkpoints_steps) and at the end")
         del session_config, save_summary_steps
         del evaluation_master, keep_checkpoint_every_n_hours
 
@@ -229,20 +238,31 @@ class _TF1Variables(tf.Module):
         self.in_order = []          # every variable, in creation order
         self._by_name = {}          # (name, n-th creation of that name in one call)
         self._outside = []          # created in init_scope (optimizer slots), recorded
+        self._outside_by_name = {}  # (name, n-th in one call): the same, reused
+        self._outside_seen = {}
 
     @contextlib.contextmanager
     def recording(self):
-        """Keeps the variables created outside ``model_fn``'s own graph while the
-        first step is traced: an optimizer's slots (``hidden/kernel/Momentum``) and
-        accumulators, made in ``init_scope`` where ``__call__``'s scope is not."""
+        """Keeps the variables created outside ``model_fn``'s own graph: an optimizer's
+        slots (``hidden/kernel/Momentum``) and accumulators, made in ``init_scope``
+        where ``__call__``'s scope is not, or in a merge_call on the strategy's own
+        thread (AdamOptimizer's ``beta1_power``). A later trace (the loop's) gets the
+        same variables back by name and order, as the TF 1 graph had them once."""
         distributed = tf.distribute.has_strategy()
 
         def record(next_creator, **kwargs):
+            name = str(kwargs.get("name") or "Variable")
+            key = (name, self._outside_seen.get(name, 0))
+            if key in self._outside_by_name:
+                self._outside_seen[name] = key[1] + 1
+                return self._outside_by_name[key]
             variable = next_creator(**kwargs)
             # Under a strategy this creator also sees each replica's copy; the
             # strategy's variable (all copies) is the one kept.
             if not distributed or isinstance(variable, tf.distribute.DistributedValues):
                 self._outside.append(variable)
+                self._outside_by_name[key] = variable
+                self._outside_seen[name] = key[1] + 1
             return variable
 
         with tf.variable_creator_scope(record):
@@ -267,6 +287,7 @@ class _TF1Variables(tf.Module):
         # outer graph's collections, which every tf.function graph shares).
         _variable_scope_store().close_variable_subscopes(None)
         seen = {}
+        self._outside_seen.clear()      # every replica's call starts before its merge_call
 
         def keep_once(next_creator, **kwargs):
             name = kwargs.get("name") or "Variable"
@@ -678,19 +699,26 @@ class TPUStrategyEstimator:
         log_every = self.config.log_step_count_steps
         log_loops = -(-log_every // per_loop) if log_every else 0
         save_every = self.config.save_checkpoints_steps
-        saved_at = step
+        # save_checkpoints_secs: CheckpointSaverHook's SecondOrStepTimer, asked after
+        # each Session.run, which under TPUEstimator is one loop of iterations_per_loop
+        # steps (basic_session_run_hooks.py, TF 1.15).
+        save_secs = self.config.save_checkpoints_secs
+        saved_at, saved_time = step, time.monotonic()
         loops = 0
         while step < last:
             iterations = min(per_loop, last - step)
-            loss, queued = loop(iterator, tf.constant(iterations))
+            with strategy.scope(), state.recording():    # the first call traces model_fn again
+                loss, queued = loop(iterator, tf.constant(iterations))
             host.run(queued, iterations)
             step = int(state.global_step.numpy())
             if log_loops and loops % log_loops == 0:
                 logging.info("loss = %s, step = %d", loss.numpy(), step)
             loops += 1
-            if save_every and step - saved_at >= save_every:
+            if (save_every and step - saved_at >= save_every) or (
+                    save_secs and step != saved_at
+                    and time.monotonic() - saved_time >= save_secs):
                 self._save(saver, step)
-                saved_at = step
+                saved_at, saved_time = step, time.monotonic()
         if saved_at != step:
             self._save(saver, step)
         host.close()

@@ -38,6 +38,7 @@ import libcst as cst
 from libcst import metadata
 
 from tpu_compat.migrate import scan, sources, upgrade
+from tpu_compat.migrate.estimator import keras_tf2
 
 __all__ = ["DRIVER_MODULE", "Migrated", "driver_source", "migrate_text", "upgrade_bytes",
            "upgrade_file"]
@@ -301,7 +302,8 @@ def migrate_text(text: str, helper: bool = False) -> Migrated:
     holds the file that builds the estimator), as BERT's optimization.py, which
     wraps the optimizer in CrossShardOptimizer for run_pretraining.py's model_fn:
     its names are pointed at the driver too."""
-    module = cst.parse_module(text)
+    keras = keras_tf2.KerasForTF2()     # in-line rewrites: the lines stay where they were
+    module = metadata.MetadataWrapper(cst.parse_module(text)).visit(keras)
     wrapper = metadata.MetadataWrapper(module)
     migrator = _Migrator()
     migrated = wrapper.visit(migrator)
@@ -309,7 +311,8 @@ def migrate_text(text: str, helper: bool = False) -> Migrated:
     if not any(note.rule == "TPC070" for note in renamed) and not (helper and renamed):
         return Migrated(text, [])
     migrated = migrated.visit(_AddImport())
-    return Migrated(migrated.code, sorted(migrator.notes + migrator.switches,
+    notes = [Note(line, column, rule, what=what) for line, column, rule, what in keras.notes]
+    return Migrated(migrated.code, sorted(migrator.notes + migrator.switches + notes,
                                           key=lambda n: (n.line, n.column)))
 
 
