@@ -44,7 +44,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-__all__ = ["CrossReplicaOptimizer", "InputPipelineConfig", "ModeKeys", "RunConfig",
+__all__ = ["CrossReplicaOptimizer", "InputPipelineConfig", "ModeKeys", "PredictOutput",
+           "RunConfig", "ServingInputReceiver",
            "TPUConfig", "TPUEstimatorSpec", "TPUStrategyEstimator", "bfloat16_scope",
            "cross_replica_sum", "init_from_checkpoint", "layer_norm"]
 
@@ -162,6 +163,31 @@ class TPUEstimatorSpec:
         self.eval_metrics, self.export_outputs, self.scaffold_fn = (
             eval_metrics, export_outputs, scaffold_fn)
         self.host_call = host_call
+
+
+class ServingInputReceiver:
+    """``tf.estimator.export.ServingInputReceiver`` (export.py, TF 1.15): a single
+    Tensor is wrapped as ``{'feature': t}`` for model_fn and ``{'input': t}`` for the
+    signature, as there."""
+
+    def __init__(self, features, receiver_tensors, receiver_tensors_alternatives=None):
+        if receiver_tensors_alternatives:
+            _refuse("ServingInputReceiver.receiver_tensors_alternatives",
+                    sorted(receiver_tensors_alternatives), "one signature input set is exported")
+        self.features = features if isinstance(features, dict) else {"feature": features}
+        self.receiver_tensors = (receiver_tensors if isinstance(receiver_tensors, dict)
+                                 else {"input": receiver_tensors})
+
+
+class PredictOutput:
+    """``tf.estimator.export.PredictOutput``: a predict signature of these outputs
+    (a single Tensor is ``{'output': t}``, as export_output.py, TF 1.15)."""
+
+    def __init__(self, outputs):
+        self.outputs = outputs if isinstance(outputs, dict) else {"output": outputs}
+
+    def signature_def(self, receiver_tensors):
+        return tf.compat.v1.saved_model.predict_signature_def(receiver_tensors, self.outputs)
 
 
 class CrossReplicaOptimizer(tf.compat.v1.train.Optimizer):
@@ -820,12 +846,63 @@ class TPUStrategyEstimator:
                     yield {key: value[index] for key, value in values.items()}
             pending = next(iterator, None)
 
-    def export_saved_model(self, export_dir_base, *args, **kwargs):
-        del args, kwargs
-        _refuse("TPUEstimator.export_saved_model", export_dir_base,
-                "not migrated: write a SavedModel with tf.saved_model.save")
+    def export_saved_model(self, export_dir_base, serving_input_receiver_fn,
+                           assets_extra=None, as_text=False, checkpoint_path=None,
+                           experimental_mode=ModeKeys.PREDICT):
+        """Estimator's export (tensorflow_estimator r1.15 estimator.py
+        ``_export_all_saved_models``, with TPUEstimator's CPU graph: ``params['use_tpu']``
+        False, ``batch_size`` the predict batch, tpu_estimator.py ``_augment_model_fn``):
+        a TF 1 graph of ``serving_input_receiver_fn``'s placeholders and ``model_fn`` in
+        PREDICT mode, the checkpoint's variables, a SavedModel in
+        ``export_dir_base/<timestamp>`` with tag ``serve`` whose signatures are
+        ``export_outputs`` (default: ``serving_default``, the predictions). TF 2's
+        ``tf.saved_model.load`` loads it. Not written: the TPU graph (tags serve, tpu)
+        of ``export_to_tpu``, which only a TPU serves."""
+        if assets_extra:
+            _refuse("TPUEstimator.export_saved_model assets_extra", assets_extra,
+                    "copy the files into the SavedModel's assets.extra directory")
+        if experimental_mode != ModeKeys.PREDICT:
+            _refuse("TPUEstimator.export_saved_model experimental_mode", experimental_mode,
+                    "only the PREDICT graph (serving) is exported")
+        checkpoint = checkpoint_path or self.latest_checkpoint()
+        if not checkpoint:
+            raise ValueError(f"Couldn't find trained model at {self.model_dir}.")
+        export_dir = os.path.join(os.fsdecode(export_dir_base), str(int(time.time())))
+        with tf.Graph().as_default() as graph:
+            receiver = serving_input_receiver_fn()
+            if not isinstance(receiver, ServingInputReceiver):
+                raise TypeError(f"serving_input_receiver_fn must return a ServingInputReceiver, "
+                                f"given: {type(receiver).__name__}")
+            spec = self._call_model_fn_for_export(receiver.features)
+            outputs = spec.export_outputs or {"serving_default": PredictOutput(spec.predictions)}
+            signatures = {key: output.signature_def(receiver.receiver_tensors)
+                          for key, output in outputs.items()}
+            with tf.compat.v1.Session(graph=graph) as session:
+                tf.compat.v1.train.Saver().restore(session, checkpoint)
+                session.run(tf.compat.v1.tables_initializer())
+                builder = tf.compat.v1.saved_model.Builder(export_dir)
+                builder.add_meta_graph_and_variables(
+                    session, [tf.saved_model.SERVING], signature_def_map=signatures,
+                    main_op=tf.compat.v1.tables_initializer(), strip_default_attrs=True)
+                builder.save(as_text)
+        logging.info("Exported a SavedModel to %s", export_dir)
+        return export_dir.encode()
 
     export_savedmodel = export_saved_model
+
+    def _call_model_fn_for_export(self, features):
+        params = dict(self._params, use_tpu=False)
+        if self._batch_sizes[ModeKeys.PREDICT] is not None:
+            params["batch_size"] = self._batch_sizes[ModeKeys.PREDICT]
+        arguments = inspect.signature(self._model_fn).parameters
+        kwargs = {key: value for key, value in (
+            ("mode", ModeKeys.PREDICT), ("params", params), ("config", self.config),
+            ("labels", None)) if key in arguments}
+        spec = self._model_fn(features=features, **kwargs)
+        if not isinstance(spec, TPUEstimatorSpec):
+            raise TypeError(f"model_fn must return a TPUEstimatorSpec in mode 'infer', "
+                            f"given: {type(spec).__name__}")
+        return spec
 
     # -- evaluate ----------------------------------------------------------------
 

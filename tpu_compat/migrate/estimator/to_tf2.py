@@ -14,6 +14,8 @@ tensorflow.compat.v1 or tf.contrib)
 TPUConfig, InputPipelineConfig}``, ``tf.estimator.ModeKeys``
 ``tf.tpu.CrossShardOptimizer``                           ``tpu_estimator_tf2.CrossReplicaOptimizer``
 ``tf.contrib.layers.layer_norm``                         ``tpu_estimator_tf2.layer_norm``
+``tf.estimator.export.{ServingInputReceiver,             ``tpu_estimator_tf2.<same name>``
+PredictOutput}``
 ======================================================  ==============================
 
 A file that builds no TPUEstimator is left alone, unless the same upgrade holds
@@ -23,8 +25,8 @@ becomes compat.v1 (:func:`tf1_imports`).
 
 What the driver does not run the TPUEstimator way gets a ``# TODO(tpu_compat)``
 line naming it and why (the driver also refuses it at run time, by name):
-session hooks, ``export_outputs`` and exports, and
-``from ... import`` of the estimator names. ``tf.compat.v1.train.init_from_checkpoint``
+session hooks and ``from ... import`` of the estimator names (an export output
+other than ``PredictOutput`` keeps the ordinary upgrade's TODO). ``tf.compat.v1.train.init_from_checkpoint``
 (a ``scaffold_fn``'s warm start) becomes the driver's, which applies it before
 the first step when ``model_dir`` holds no checkpoint.
 """
@@ -68,6 +70,10 @@ _RENAMES.update({
     "tensorflow.train.init_from_checkpoint": ("init_from_checkpoint", "TPC070"),
     "tensorflow.compat.v1.train.init_from_checkpoint": ("init_from_checkpoint", "TPC070"),
 })
+# The driver's export writes Estimator's serving graph (placeholders, model_fn in PREDICT).
+_RENAMES.update({f"tensorflow.{p}estimator.export.{name}": (name, rule)
+                 for p in ("", "compat.v1.")
+                 for name, rule in (("ServingInputReceiver", "TPC079"), ("PredictOutput", "TPC082"))})
 # TF's custom getter (float32 variables read as bfloat16), written in the driver:
 # the same numbers and checkpoint names, where Keras mixed precision would change both.
 _RENAMES.update({f"tensorflow.{p}tpu.bfloat16_scope": ("bfloat16_scope", "TPC048")
@@ -89,14 +95,6 @@ _SPEC_TODOS = {
     "training_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
     "evaluation_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
     "prediction_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
-    "export_outputs": "export_outputs are not migrated: the driver has no SavedModel "
-                      "export (write one with tf.saved_model.save)",
-}
-_METHOD_TODOS = {
-    "export_saved_model": "export is not migrated: write a SavedModel with "
-                          "tf.saved_model.save",
-    "export_savedmodel": "export is not migrated: write a SavedModel with "
-                         "tf.saved_model.save",
 }
 
 
@@ -247,8 +245,6 @@ class _Migrator(cst.CSTTransformer):
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and (
                 func.value.value in self._estimators):
             method = func.attr.value
-            if method in _METHOD_TODOS:
-                self._todo(node, "TPC070", _METHOD_TODOS[method])
             if method in ("train", "evaluate") and any(
                     a.keyword is not None and a.keyword.value in ("hooks", "saving_listeners")
                     for a in node.args):
