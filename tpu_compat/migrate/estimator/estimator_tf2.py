@@ -45,7 +45,7 @@ import tensorflow as tf
 from absl import logging
 
 __all__ = ["CrossReplicaOptimizer", "InputPipelineConfig", "ModeKeys", "PredictOutput",
-           "RunConfig", "ServingInputReceiver",
+           "RunConfig", "ServingInputReceiver", "SessionRunArgs", "SessionRunHook",
            "TPUConfig", "TPUEstimatorSpec", "TPUStrategyEstimator", "bfloat16_scope",
            "cross_replica_sum", "init_from_checkpoint", "layer_norm"]
 
@@ -150,8 +150,7 @@ class TPUEstimatorSpec:
     def __init__(self, mode, predictions=None, loss=None, train_op=None, eval_metrics=None,
                  export_outputs=None, scaffold_fn=None, host_call=None, training_hooks=None,
                  evaluation_hooks=None, prediction_hooks=None):
-        for name, value in (("training_hooks", training_hooks),
-                            ("evaluation_hooks", evaluation_hooks),
+        for name, value in (("evaluation_hooks", evaluation_hooks),
                             ("prediction_hooks", prediction_hooks)):
             if value:
                 _refuse(f"TPUEstimatorSpec.{name}", type(value).__name__,
@@ -163,6 +162,82 @@ class TPUEstimatorSpec:
         self.eval_metrics, self.export_outputs, self.scaffold_fn = (
             eval_metrics, export_outputs, scaffold_fn)
         self.host_call = host_call
+        self.training_hooks = list(training_hooks or [])
+
+
+# A program's own hook classes subclass these (tf.estimator's were the same classes).
+SessionRunHook = tf.compat.v1.train.SessionRunHook
+SessionRunArgs = tf.compat.v1.train.SessionRunArgs
+
+
+class _EagerSession:
+    """The ``session`` a hook gets: its ``run`` reads the driver's variables (the global
+    step) and eager values; a tensor of model_fn's graph has no value outside the
+    driver's tf.function, and is refused by name."""
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        del options, run_metadata
+        if feed_dict:
+            _refuse("SessionRunHook session.run feed_dict", sorted(map(str, feed_dict)),
+                    "the driver's variables are read as they are")
+
+        def value(fetch):
+            if isinstance(fetch, tf.Variable) or (
+                    isinstance(fetch, tf.Tensor) and hasattr(fetch, "numpy")):
+                return fetch.numpy()
+            raise NotImplementedError(
+                f"SessionRunHook fetch {fetch!r} is not migrated: a tensor of model_fn's "
+                f"graph has no value outside the driver's tf.function (host_call gives "
+                f"model_fn's tensors to the host each step)")
+        return tf.nest.map_structure(value, fetches)
+
+
+class _LoopHooks:
+    """SessionRunHooks as TPUEstimator ran them (tensorflow_estimator r1.15
+    tpu_estimator.py: the host's Session.run is one loop of iterations_per_loop
+    steps; MonitoredSession, TF 1.15 monitored_session.py): ``begin`` and
+    ``after_create_session`` once, ``before_run``/``after_run`` around each loop
+    (fetches read after it), ``request_stop`` ends training after that loop, ``end``
+    once. ``tf.compat.v1.train.get_global_step()`` in a hook is the driver's."""
+
+    def __init__(self, hooks, global_step):
+        self.hooks, self._global_step = list(hooks), global_step
+        self._session = _EagerSession()
+
+    @contextlib.contextmanager
+    def _global_step_collection(self):
+        steps = tf.compat.v1.get_collection_ref(tf.compat.v1.GraphKeys.GLOBAL_STEP)
+        saved, steps[:] = list(steps), [self._global_step]
+        try:
+            yield
+        finally:
+            steps[:] = saved
+
+    def begin(self):
+        with self._global_step_collection():
+            for hook in self.hooks:
+                hook.begin()
+            for hook in self.hooks:
+                hook.after_create_session(self._session, None)
+
+    @contextlib.contextmanager
+    def around_loop(self):
+        """Yields the run context; True from ``stop_requested`` after the loop."""
+        context = tf.compat.v1.train.SessionRunContext(
+            tf.compat.v1.train.SessionRunArgs(None), self._session)
+        with self._global_step_collection():
+            requests = [hook.before_run(context) for hook in self.hooks]
+        yield context
+        with self._global_step_collection():
+            for hook, request in zip(self.hooks, requests):
+                results = (self._session.run(request.fetches)
+                           if request is not None and request.fetches is not None else None)
+                hook.after_run(context, tf.compat.v1.train.SessionRunValues(results, None, None))
+
+    def end(self):
+        with self._global_step_collection():
+            for hook in self.hooks:
+                hook.end(self._session)
 
 
 class ServingInputReceiver:
@@ -670,9 +745,9 @@ class TPUStrategyEstimator:
     # -- train -------------------------------------------------------------------
 
     def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
-        if hooks or saving_listeners:
-            _refuse("TPUEstimator.train hooks", hooks or saving_listeners,
-                    "SessionRunHooks run around Session.run calls, which TF 2 does not make")
+        if saving_listeners:
+            _refuse("TPUEstimator.train saving_listeners", saving_listeners,
+                    "CheckpointSaverListeners run around the Saver of a TF 1 session")
         if (steps is None) == (max_steps is None):
             raise ValueError("TPUEstimator.train needs exactly one of steps and max_steps")
         if max_steps is not None and max_steps <= 0:
@@ -694,13 +769,17 @@ class TPUStrategyEstimator:
             # The step's start values of the variables, for host_call (below).
             starts = _start_values(state.all_variables()) if host.active else {}
             spec = state(self._call_model_fn, features, labels, ModeKeys.TRAIN, replicas)
+            if not spec_hooks:      # the first call's: model_fn is traced per replica
+                spec_hooks.append(spec.training_hooks)
             host_tensors = host.tensors(spec.host_call, starts)
             with tf.control_dependencies([spec.train_op]):
                 return tf.identity(tf.cast(spec.loss, tf.float32)), host_tensors
 
+        spec_hooks = []
         build = tf.function(lambda batch: strategy.run(replica_step, args=(batch,)))
         with strategy.scope(), state.recording():   # creates the variables, runs nothing
             build.get_concrete_function(iterator.element_spec)
+        hooks = _LoopHooks(list(hooks or []) + spec_hooks[0], state.global_step)
         saver = self._saver()
         self._restore_or_warm_start()
 
@@ -731,10 +810,13 @@ class TPUStrategyEstimator:
         save_secs = self.config.save_checkpoints_secs
         saved_at, saved_time = step, time.monotonic()
         loops = 0
+        hooks.begin()
         while step < last:
             iterations = min(per_loop, last - step)
-            with strategy.scope(), state.recording():    # the first call traces model_fn again
-                loss, queued = loop(iterator, tf.constant(iterations))
+            # The program's hooks, then the logging and the saving, as Estimator
+            # ordered its hooks after the program's (estimator.py, r1.15).
+            with hooks.around_loop() as run_context, strategy.scope(), state.recording():
+                loss, queued = loop(iterator, tf.constant(iterations))   # 1st call traces again
             host.run(queued, iterations)
             step = int(state.global_step.numpy())
             if log_loops and loops % log_loops == 0:
@@ -745,6 +827,9 @@ class TPUStrategyEstimator:
                     and time.monotonic() - saved_time >= save_secs):
                 self._save(saver, step)
                 saved_at, saved_time = step, time.monotonic()
+            if run_context.stop_requested:
+                break
+        hooks.end()
         if saved_at != step:
             self._save(saver, step)
         host.close()

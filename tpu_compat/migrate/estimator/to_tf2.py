@@ -74,6 +74,9 @@ _RENAMES.update({
 _RENAMES.update({f"tensorflow.{p}estimator.export.{name}": (name, rule)
                  for p in ("", "compat.v1.")
                  for name, rule in (("ServingInputReceiver", "TPC079"), ("PredictOutput", "TPC082"))})
+# The driver runs a program's SessionRunHooks around each loop, as TPUEstimator did.
+_RENAMES.update({f"tensorflow.{p}estimator.{name}": (name, "TPC086")
+                 for p in ("", "compat.v1.") for name in ("SessionRunHook", "SessionRunArgs")})
 # TF's custom getter (float32 variables read as bfloat16), written in the driver:
 # the same numbers and checkpoint names, where Keras mixed precision would change both.
 _RENAMES.update({f"tensorflow.{p}tpu.bfloat16_scope": ("bfloat16_scope", "TPC048")
@@ -92,7 +95,6 @@ _SWITCH_REMOVED = ("# tpu_compat: {call}() removed (upgrade --estimator-to-tf2):
 
 # TPUEstimatorSpec arguments the driver does not run as TPUEstimator did, and why.
 _SPEC_TODOS = {
-    "training_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
     "evaluation_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
     "prediction_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
 }
@@ -245,11 +247,14 @@ class _Migrator(cst.CSTTransformer):
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and (
                 func.value.value in self._estimators):
             method = func.attr.value
-            if method in ("train", "evaluate") and any(
-                    a.keyword is not None and a.keyword.value in ("hooks", "saving_listeners")
-                    for a in node.args):
-                self._todo(node, "TPC086", f"{method}(hooks=...) is not migrated: TF 2 "
-                                           f"makes no Session.run calls for hooks")
+            # train's hooks run around each loop (the driver's); evaluate's and
+            # saving listeners do not
+            refused = {"evaluate": ("hooks", "saving_listeners"), "train": ("saving_listeners",)}
+            for argument in node.args:
+                if argument.keyword is not None and argument.keyword.value in refused.get(
+                        method, ()):
+                    self._todo(node, "TPC086", f"{method}({argument.keyword.value}=...) is not "
+                                               f"migrated: TF 2 makes no Session.run calls for hooks")
 
     def visit_Assign(self, node):
         value = node.value
