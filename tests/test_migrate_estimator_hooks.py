@@ -5,6 +5,10 @@ steps (the host's Session.run), ``request_stop`` ending training after that loop
 ``end`` once; ``session.run`` of the global step reads the driver's.
 Before: a TPC071/TPC086 TODO, and the driver refused hooks."""
 
+import os
+import time
+import types
+
 import pytest
 
 from tpu_compat.migrate.estimator import to_tf2
@@ -30,7 +34,7 @@ def test_hook_names_become_the_drivers_and_train_hooks_need_no_todo():
 
 
 @pytest.mark.requires_tf
-def test_hooks_run_once_per_loop_and_can_stop_training(tmp_path, tpu8):
+def test_hooks_run_once_per_loop_and_can_stop_training(tmp_path, tpu8, monkeypatch):
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
     del tpu8
@@ -38,7 +42,7 @@ def test_hooks_run_once_per_loop_and_can_stop_training(tmp_path, tpu8):
 
     class StepHook(estimator_tf2.SessionRunHook):
         """ETAHook's reads (util/training_utils.py): the global step in begin, run in
-        after_run and end; a fetch of it through SessionRunArgs; stops at step 4."""
+        after_run and end; a fetch of it through SessionRunArgs; stops at step 6."""
 
         def __init__(self, name):
             self.name = name
@@ -54,7 +58,7 @@ def test_hooks_run_once_per_loop_and_can_stop_training(tmp_path, tpu8):
         def after_run(self, run_context, run_values):
             step = run_context.session.run(self.step)
             calls.append((self.name, "after_run", int(run_values.results["step"]), int(step)))
-            if step >= 4:
+            if step >= 6:
                 run_context.request_stop()
 
         def end(self, session):
@@ -70,17 +74,23 @@ def test_hooks_run_once_per_loop_and_can_stop_training(tmp_path, tpu8):
 
     config = estimator_tf2.RunConfig(model_dir=str(tmp_path), tpu_config=estimator_tf2.TPUConfig(
         iterations_per_loop=2))
+    # RunConfig's default save_checkpoints_secs=600 on a clock that gains 400 s a reading:
+    # the loops end at 800 s (saved: step 4) and 400 s after that (not saved: step 6)
+    clock = iter(range(400, 10**6, 400))
+    monkeypatch.setattr(estimator_tf2, "time", types.SimpleNamespace(
+        monotonic=lambda: next(clock), time=time.time))     # the driver's readings only
     # one replica: the loop (and so the hooks' rhythm) is the same with 8, and cheaper
     estimator = estimator_tf2.TPUStrategyEstimator(model_fn, config=config, train_batch_size=8,
                                                    use_tpu=False)
     estimator.train(lambda params: tf.data.Dataset.from_tensors(tf.ones([8])).repeat().unbatch()
                     .batch(params["batch_size"]), hooks=[StepHook("train")], max_steps=10)
-    # train's hooks, then model_fn's; loops of 2 steps; stopped after the loop reaching 4
+    # train's hooks, then model_fn's; loops of 2 steps; stopped after the loop reaching 6
     per_loop = [[(n, "before_run") for n in ("train", "spec")]
-                + [(n, "after_run", s, s) for n in ("train", "spec")] for s in (2, 4)]
-    assert calls == ([("train", "begin"), ("spec", "begin")] + per_loop[0] + per_loop[1]
-                     + [("train", "end", 4), ("spec", "end", 4)])
-    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-4")
+                + [(n, "after_run", s, s) for n in ("train", "spec")] for s in (2, 4, 6)]
+    assert calls == ([("train", "begin"), ("spec", "begin")] + sum(per_loop, [])
+                     + [("train", "end", 6), ("spec", "end", 6)])
+    saved = tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths
+    assert [os.path.basename(path) for path in saved] == ["model.ckpt-4", "model.ckpt-6"]
 
     with tf.Graph().as_default():
         graph_tensor = tf.constant(1.0)     # a tensor of a graph: no value outside it
