@@ -33,11 +33,13 @@ def test_hook_names_become_the_drivers_and_train_hooks_need_no_todo():
                    "calls for hooks")]
 
 
-@pytest.mark.requires_tf
-def test_hooks_run_once_per_loop_and_can_stop_training(tmp_path, tpu8, monkeypatch):
+def _train_with_hooks(model_dir, monkeypatch, use_tpu):
+    """Trains to max_steps=10 in loops of 2 with a hook from train(hooks=...) and one
+    from model_fn's training_hooks, each stopping at step 6; returns the hooks' calls."""
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tpu_compat.distribute import TPUStrategy  # pylint: disable=import-outside-toplevel
+    from tpu_compat.distribute.cluster_resolver import TPUClusterResolver  # pylint: disable=import-outside-toplevel
     from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
-    del tpu8
     calls = []
 
     class StepHook(estimator_tf2.SessionRunHook):
@@ -72,25 +74,42 @@ def test_hooks_run_once_per_loop_and_can_stop_training(tmp_path, tpu8, monkeypat
         return estimator_tf2.TPUEstimatorSpec(mode, loss=loss, train_op=train_op,
                                               training_hooks=[StepHook("spec")])
 
-    config = estimator_tf2.RunConfig(model_dir=str(tmp_path), tpu_config=estimator_tf2.TPUConfig(
+    config = estimator_tf2.RunConfig(model_dir=str(model_dir), tpu_config=estimator_tf2.TPUConfig(
         iterations_per_loop=2))
-    # RunConfig's default save_checkpoints_secs=600 on a clock that gains 400 s a reading:
-    # the loops end at 800 s (saved: step 4) and 400 s after that (not saved: step 6)
+    estimator = estimator_tf2.TPUStrategyEstimator(model_fn, config=config, train_batch_size=8,
+                                                   use_tpu=use_tpu)
+    if use_tpu:
+        monkeypatch.setattr(estimator, "_strategy", TPUStrategy(TPUClusterResolver(tpu="")))
+    estimator.train(lambda params: tf.data.Dataset.from_tensors(tf.ones([8])).repeat().unbatch()
+                    .batch(params["batch_size"]), hooks=[StepHook("train")], max_steps=10)
+    return calls, estimator
+
+
+def _expected(steps):
+    """train's hooks, then model_fn's; one before/after_run pair per Session.run."""
+    runs = [[(n, "before_run") for n in ("train", "spec")]
+            + [(n, "after_run", s, s) for n in ("train", "spec")] for s in steps]
+    return ([("train", "begin"), ("spec", "begin")] + sum(runs, [])
+            + [("train", "end", steps[-1]), ("spec", "end", steps[-1])])
+
+
+@pytest.mark.requires_tf
+def test_hooks_see_each_step_on_the_cpu_and_can_stop_training(tmp_path, tpu8, monkeypatch):
+    """use_tpu=False: TPUEstimator ran each step as a Session.run, so the hooks run around
+    each step; the stop at step 6 ends training there. RunConfig's default
+    save_checkpoints_secs=600 on a clock that gains 400 s a reading saves at steps 2, 4
+    and 6 (800 s after the start, then after each save), not at 1, 3, 5 (400 s)."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    del tpu8
     clock = iter(range(400, 10**6, 400))
     monkeypatch.setattr(estimator_tf2, "time", types.SimpleNamespace(
         monotonic=lambda: next(clock), time=time.time))     # the driver's readings only
-    # one replica: the loop (and so the hooks' rhythm) is the same with 8, and cheaper
-    estimator = estimator_tf2.TPUStrategyEstimator(model_fn, config=config, train_batch_size=8,
-                                                   use_tpu=False)
-    estimator.train(lambda params: tf.data.Dataset.from_tensors(tf.ones([8])).repeat().unbatch()
-                    .batch(params["batch_size"]), hooks=[StepHook("train")], max_steps=10)
-    # train's hooks, then model_fn's; loops of 2 steps; stopped after the loop reaching 6
-    per_loop = [[(n, "before_run") for n in ("train", "spec")]
-                + [(n, "after_run", s, s) for n in ("train", "spec")] for s in (2, 4, 6)]
-    assert calls == ([("train", "begin"), ("spec", "begin")] + sum(per_loop, [])
-                     + [("train", "end", 6), ("spec", "end", 6)])
+    calls, estimator = _train_with_hooks(tmp_path, monkeypatch, use_tpu=False)
+    assert calls == _expected([1, 2, 3, 4, 5, 6])
     saved = tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths
-    assert [os.path.basename(path) for path in saved] == ["model.ckpt-4", "model.ckpt-6"]
+    assert [os.path.basename(path) for path in saved] == [
+        "model.ckpt-2", "model.ckpt-4", "model.ckpt-6"]
 
     with tf.Graph().as_default():
         graph_tensor = tf.constant(1.0)     # a tensor of a graph: no value outside it
@@ -101,3 +120,13 @@ def test_hooks_run_once_per_loop_and_can_stop_training(tmp_path, tpu8, monkeypat
     with pytest.raises(NotImplementedError, match="SessionRunHook fetch .* is not migrated"):
         estimator.train(lambda params: tf.data.Dataset.from_tensors(tf.ones([8])).repeat().unbatch()
                         .batch(params["batch_size"]), hooks=[GraphFetch()], max_steps=12)
+
+
+@pytest.mark.requires_tf
+@pytest.mark.slow       # 8 replicas traced: ~27 s at load 18; the CPU test above keeps the hooks' calls
+def test_hooks_run_once_per_loop_on_the_tpu(tmp_path, tpu8, monkeypatch):
+    """8 replicas: the host's Session.run is one loop of iterations_per_loop=2 steps, so
+    the hooks run around each loop (global steps 2, 4, 6) and the stop ends at 6."""
+    del tpu8
+    calls, _ = _train_with_hooks(tmp_path, monkeypatch, use_tpu=True)
+    assert calls == _expected([2, 4, 6])

@@ -195,7 +195,8 @@ class _EagerSession:
 class _LoopHooks:
     """SessionRunHooks as TPUEstimator ran them (tensorflow_estimator r1.15
     tpu_estimator.py: the host's Session.run is one loop of iterations_per_loop
-    steps; MonitoredSession, TF 1.15 monitored_session.py): ``begin`` and
+    steps, one step with ``use_tpu=False``; MonitoredSession, TF 1.15
+    monitored_session.py): ``begin`` and
     ``after_create_session`` once, ``before_run``/``after_run`` around each loop
     (fetches read after it), ``request_stop`` ends training after that loop, ``end``
     once. ``tf.compat.v1.train.get_global_step()`` in a hook is the driver's."""
@@ -801,6 +802,10 @@ class TPUStrategyEstimator:
         step = int(state.global_step.numpy())
         last = max_steps if max_steps is not None else step + steps
         per_loop = self.config.tpu_config.iterations_per_loop
+        if hooks.hooks and not self._use_tpu:
+            # TPUEstimator on the CPU ran each step as its own Session.run (its
+            # _convert_train_steps_to_hooks), so hooks saw every step.
+            per_loop = 1
         log_every = self.config.log_step_count_steps
         log_loops = -(-log_every // per_loop) if log_every else 0
         save_every = self.config.save_checkpoints_steps
