@@ -68,7 +68,9 @@ def _train_with_hooks(model_dir, monkeypatch, use_tpu):
 
     def model_fn(features, labels, mode, params):
         w = tf.compat.v1.get_variable("w", [], initializer=tf.compat.v1.zeros_initializer())
-        loss = tf.reduce_mean(features) * w
+        loss = tf.reduce_mean(features) * (w - 1.0)
+        if mode != estimator_tf2.ModeKeys.TRAIN:
+            return estimator_tf2.TPUEstimatorSpec(mode, loss=loss)
         train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
             loss, global_step=tf.compat.v1.train.get_global_step())
         return estimator_tf2.TPUEstimatorSpec(mode, loss=loss, train_op=train_op,
@@ -77,12 +79,34 @@ def _train_with_hooks(model_dir, monkeypatch, use_tpu):
     config = estimator_tf2.RunConfig(model_dir=str(model_dir), tpu_config=estimator_tf2.TPUConfig(
         iterations_per_loop=2))
     estimator = estimator_tf2.TPUStrategyEstimator(model_fn, config=config, train_batch_size=8,
+                                                   eval_batch_size=8,
                                                    use_tpu=use_tpu)
     if use_tpu:
         monkeypatch.setattr(estimator, "_strategy", TPUStrategy(TPUClusterResolver(tpu="")))
     estimator.train(lambda params: tf.data.Dataset.from_tensors(tf.ones([8])).repeat().unbatch()
                     .batch(params["batch_size"]), hooks=[StepHook("train")], max_steps=10)
     return calls, estimator
+
+
+class _EvalRuns:
+    """Counts evaluate's Session.runs; asks to stop after ``stop_after`` of them."""
+
+    def __init__(self, stop_after):
+        from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+        self.runs, self.stop_after, self.ended = 0, stop_after, False
+        self.hook = type("EvalHook", (estimator_tf2.SessionRunHook,), {
+            "after_run": lambda hook, context, values: self._after_run(context),
+            "end": lambda hook, session: setattr(self, "ended", True)})()
+
+    def _after_run(self, context):
+        self.runs += 1
+        if self.runs >= self.stop_after:
+            context.request_stop()
+
+
+def _eval_input_fn(params):
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    return tf.data.Dataset.from_tensors(tf.ones([8])).repeat().unbatch().batch(params["batch_size"])
 
 
 def _expected(steps):
@@ -99,6 +123,7 @@ def test_hooks_see_each_step_on_the_cpu_and_can_stop_training(tmp_path, tpu8, mo
     each step; the stop at step 6 ends training there. RunConfig's default
     save_checkpoints_secs=600 on a clock that gains 400 s a reading saves at steps 2, 4
     and 6 (800 s after the start, then after each save), not at 1, 3, 5 (400 s)."""
+    import numpy as np  # pylint: disable=import-outside-toplevel
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
     del tpu8
@@ -110,6 +135,12 @@ def test_hooks_see_each_step_on_the_cpu_and_can_stop_training(tmp_path, tpu8, mo
     saved = tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths
     assert [os.path.basename(path) for path in saved] == [
         "model.ckpt-2", "model.ckpt-4", "model.ckpt-6"]
+
+    # evaluate's hooks: one Session.run a step on the CPU; a stop after 2 ends it there
+    runs = _EvalRuns(stop_after=2)
+    results = estimator.evaluate(_eval_input_fn, steps=3, hooks=[runs.hook])
+    assert (runs.runs, runs.ended, results["global_step"]) == (2, True, 6)
+    np.testing.assert_allclose(results["loss"], -0.6 - 1.0, rtol=1e-6)    # w: 6 steps of -0.1
 
     with tf.Graph().as_default():
         graph_tensor = tf.constant(1.0)     # a tensor of a graph: no value outside it
@@ -128,5 +159,9 @@ def test_hooks_run_once_per_loop_on_the_tpu(tmp_path, tpu8, monkeypatch):
     """8 replicas: the host's Session.run is one loop of iterations_per_loop=2 steps, so
     the hooks run around each loop (global steps 2, 4, 6) and the stop ends at 6."""
     del tpu8
-    calls, _ = _train_with_hooks(tmp_path, monkeypatch, use_tpu=True)
+    calls, estimator = _train_with_hooks(tmp_path, monkeypatch, use_tpu=True)
     assert calls == _expected([2, 4, 6])
+    # evaluate on the TPU: one Session.run of all its steps, so one run for the hooks
+    runs = _EvalRuns(stop_after=2)
+    estimator.evaluate(_eval_input_fn, steps=3, hooks=[runs.hook])
+    assert (runs.runs, runs.ended) == (1, True)

@@ -54,9 +54,9 @@ def test_rewrites(before, after):
 
 
 TODOS = [
-    ("tf.estimator.tpu.TPUEstimatorSpec(mode, loss=l, evaluation_hooks=[h])", "TPC071",
+    ("tf.estimator.tpu.TPUEstimatorSpec(mode, loss=l, prediction_hooks=[h])", "TPC071",
      "SessionRunHooks"),
-    ("e.evaluate(f, steps=3, hooks=[h])", "TPC086", "evaluate(hooks=...)"),
+    ("e.train(f, max_steps=3, saving_listeners=[l])", "TPC086", "train(saving_listeners=...)"),
 ]
 
 
@@ -275,8 +275,8 @@ def test_eight_replicas_momentum_and_a_restored_legacy_model_dir(migrated_progra
 @pytest.mark.requires_tf
 def test_the_driver_refuses_what_it_does_not_migrate_by_name():
     from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
-    with pytest.raises(NotImplementedError, match="TPUEstimatorSpec.evaluation_hooks"):
-        estimator_tf2.TPUEstimatorSpec("eval", loss=1.0, evaluation_hooks=[object()])
+    with pytest.raises(NotImplementedError, match="TPUEstimatorSpec.prediction_hooks"):
+        estimator_tf2.TPUEstimatorSpec("infer", predictions={}, prediction_hooks=[object()])
     # host_call is migrated (test_migrate_estimator_host_call.py); a malformed one is
     # named
     with pytest.raises(ValueError, match=r"TPUEstimatorSpec.host_call must be a \(fn, "):

@@ -150,8 +150,7 @@ class TPUEstimatorSpec:
     def __init__(self, mode, predictions=None, loss=None, train_op=None, eval_metrics=None,
                  export_outputs=None, scaffold_fn=None, host_call=None, training_hooks=None,
                  evaluation_hooks=None, prediction_hooks=None):
-        for name, value in (("evaluation_hooks", evaluation_hooks),
-                            ("prediction_hooks", prediction_hooks)):
+        for name, value in (("prediction_hooks", prediction_hooks),):
             if value:
                 _refuse(f"TPUEstimatorSpec.{name}", type(value).__name__,
                         "session hooks have no tf.function form (TF 2 makes no "
@@ -163,6 +162,7 @@ class TPUEstimatorSpec:
             eval_metrics, export_outputs, scaffold_fn)
         self.host_call = host_call
         self.training_hooks = list(training_hooks or [])
+        self.evaluation_hooks = list(evaluation_hooks or [])
 
 
 # A program's own hook classes subclass these (tf.estimator's were the same classes).
@@ -195,11 +195,12 @@ class _EagerSession:
 class _LoopHooks:
     """SessionRunHooks as TPUEstimator ran them (tensorflow_estimator r1.15
     tpu_estimator.py: the host's Session.run is one loop of iterations_per_loop
-    steps, one step with ``use_tpu=False``; MonitoredSession, TF 1.15
-    monitored_session.py): ``begin`` and
-    ``after_create_session`` once, ``before_run``/``after_run`` around each loop
-    (fetches read after it), ``request_stop`` ends training after that loop, ``end``
-    once. ``tf.compat.v1.train.get_global_step()`` in a hook is the driver's."""
+    training steps, or the whole evaluation; one step with ``use_tpu=False``;
+    MonitoredSession, TF 1.15 monitored_session.py): ``begin`` and
+    ``after_create_session`` once, ``before_run``/``after_run`` around each run
+    (fetches read after it), ``request_stop`` ends training or evaluation after
+    that run, ``end`` once. ``tf.compat.v1.train.get_global_step()`` in a hook is
+    the driver's."""
 
     def __init__(self, hooks, global_step):
         self.hooks, self._global_step = list(hooks), global_step
@@ -997,9 +998,6 @@ class TPUStrategyEstimator:
     # -- evaluate ----------------------------------------------------------------
 
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
-        if hooks:
-            _refuse("TPUEstimator.evaluate hooks", hooks,
-                    "SessionRunHooks run around Session.run calls, which TF 2 does not make")
         if steps is None:
             raise ValueError("TPUEstimator.evaluate on the TPU needs steps (as in TF 1.15)")
         strategy, replicas = self.strategy, self._replicas(ModeKeys.EVAL)
@@ -1015,6 +1013,7 @@ class TPUStrategyEstimator:
                         "the migration runs host_call in training only")
             if not metric_fns:
                 metric_fns.append(spec.eval_metrics)
+                spec_hooks.extend(spec.evaluation_hooks)
             tensors = _metric_tensors(spec.eval_metrics)
             return tf.cast(spec.loss, tf.float32), tensors
 
@@ -1027,19 +1026,31 @@ class TPUStrategyEstimator:
             return local(loss)[0], tf.nest.map_structure(
                 lambda t: tf.concat(local(t), axis=0), tensors)
 
+        spec_hooks = []
         with strategy.scope(), state.recording():   # creates the variables, runs nothing
             step.get_concrete_function(iterator)
         self._restore_or_warm_start(checkpoint_path)
-        total_loss, metrics = 0.0, None
-        for _ in range(steps):
-            loss, tensors = step(iterator)
-            total_loss += float(loss)
-            if metric_fns[0] is not None:
-                if metrics is None:
-                    metrics = _HostMetrics(metric_fns[0][0], tensors)
-                metrics.update(tensors)
+        # The hooks: on the TPU the whole evaluation was one Session.run of `steps`
+        # iterations (tpu_estimator.py r1.15, _SetEvalIterationsHook); on the CPU, one a step.
+        hooks = _LoopHooks(list(hooks or []) + spec_hooks, state.global_step)
+        per_run = steps if self._use_tpu and self._eval_on_tpu else 1
+        total_loss, metrics, done = 0.0, None, 0
+        hooks.begin()
+        while done < steps:
+            with hooks.around_loop() as run_context:
+                for _ in range(per_run):
+                    loss, tensors = step(iterator)
+                    total_loss += float(loss)
+                    done += 1
+                    if metric_fns[0] is not None:
+                        if metrics is None:
+                            metrics = _HostMetrics(metric_fns[0][0], tensors)
+                        metrics.update(tensors)
+            if run_context.stop_requested:
+                break
+        hooks.end()
         results = metrics.values() if metrics is not None else {}
-        results["loss"] = np.float32(total_loss / steps)
+        results["loss"] = np.float32(total_loss / done)
         results["global_step"] = np.int64(state.global_step.numpy())
         logging.info("Saving dict for global step %d: %s", results["global_step"],
                      ", ".join(f"{key} = {str(value)}" for key, value in sorted(results.items())))

@@ -95,7 +95,6 @@ _SWITCH_REMOVED = ("# tpu_compat: {call}() removed (upgrade --estimator-to-tf2):
 
 # TPUEstimatorSpec arguments the driver does not run as TPUEstimator did, and why.
 _SPEC_TODOS = {
-    "evaluation_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
     "prediction_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
 }
 
@@ -247,9 +246,9 @@ class _Migrator(cst.CSTTransformer):
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and (
                 func.value.value in self._estimators):
             method = func.attr.value
-            # train's hooks run around each loop (the driver's); evaluate's and
-            # saving listeners do not
-            refused = {"evaluate": ("hooks", "saving_listeners"), "train": ("saving_listeners",)}
+            # train's and evaluate's hooks run around each Session.run the era made (the
+            # driver's); saving listeners do not
+            refused = {"train": ("saving_listeners",)}
             for argument in node.args:
                 if argument.keyword is not None and argument.keyword.value in refused.get(
                         method, ()):
