@@ -76,7 +76,8 @@ def test_run_config_checkpoints_every_600_s_unless_told():
 
 
 @pytest.mark.requires_tf
-@pytest.mark.slow       # ~40 s at load 12 (8 replicas traced twice); CI keeps tpu-cifar-keras's claim in the field table
+# ~40 s at load 12 (8 replicas traced twice); the field's tpu-cifar-keras row runs Adam too
+@pytest.mark.slow
 def test_adam_under_eight_replicas_is_numpys_adam(tmp_path, tpu8, monkeypatch):
     """AdamOptimizer under CrossShardOptimizer, 8 replicas, 3 steps in loops of 2 then 1:
     the weights of a NumPy Adam on the global batch, and one beta1_power (0.9**4) in the
@@ -94,7 +95,8 @@ def test_adam_under_eight_replicas_is_numpys_adam(tmp_path, tpu8, monkeypatch):
     y = rng.normal(size=[16, 1]).astype(np.float32)
 
     def model_fn(features, labels, mode, params):
-        w = tf.compat.v1.get_variable("w", [3, 1], initializer=tf.compat.v1.constant_initializer(0.1))
+        w = tf.compat.v1.get_variable("w", [3, 1],
+                                      initializer=tf.compat.v1.constant_initializer(0.1))
         loss = tf.reduce_mean(tf.square(tf.matmul(features, w) - labels))
         optimizer = estimator_tf2.CrossReplicaOptimizer(tf.compat.v1.train.AdamOptimizer(0.1))
         train_op = optimizer.minimize(loss, global_step=tf.compat.v1.train.get_global_step())

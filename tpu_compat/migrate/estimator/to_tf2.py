@@ -73,7 +73,8 @@ _RENAMES.update({
 # The driver's export writes Estimator's serving graph (placeholders, model_fn in PREDICT).
 _RENAMES.update({f"tensorflow.{p}estimator.export.{name}": (name, rule)
                  for p in ("", "compat.v1.")
-                 for name, rule in (("ServingInputReceiver", "TPC079"), ("PredictOutput", "TPC082"))})
+                 for name, rule in (("ServingInputReceiver", "TPC079"),
+                                    ("PredictOutput", "TPC082"))})
 # The driver runs a program's SessionRunHooks around each loop, as TPUEstimator did.
 _RENAMES.update({f"tensorflow.{p}estimator.{name}": (name, "TPC086")
                  for p in ("", "compat.v1.") for name in ("SessionRunHook", "SessionRunArgs")})
@@ -252,8 +253,9 @@ class _Migrator(cst.CSTTransformer):
             for argument in node.args:
                 if argument.keyword is not None and argument.keyword.value in refused.get(
                         method, ()):
-                    self._todo(node, "TPC086", f"{method}({argument.keyword.value}=...) is not "
-                                               f"migrated: TF 2 makes no Session.run calls for hooks")
+                    self._todo(node, "TPC086",
+                               f"{method}({argument.keyword.value}=...) is not migrated: "
+                               f"TF 2 makes no Session.run calls for hooks")
 
     def visit_Assign(self, node):
         value = node.value
