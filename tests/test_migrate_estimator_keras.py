@@ -123,3 +123,31 @@ def test_adam_under_eight_replicas_is_numpys_adam(tmp_path, tpu8, monkeypatch):
     assert reader.get_tensor("global_step") == 3
     assert sorted(name for name, _ in tf.train.list_variables(str(tmp_path))) == [
         "beta1_power", "beta2_power", "global_step", "w", "w/Adam", "w/Adam_1"]
+
+
+@pytest.mark.requires_tf
+def test_model_fn_hashes_variables_as_tf1_did(tmp_path, tpu8):
+    """EfficientNet's and MnasNet's get_ema_vars: `list(set(tf.trainable_variables()))` in
+    model_fn. TF 1 hashed variables by identity; under TF 2 behaviour they are unhashable
+    (before: "Variable is unhashable" stopped the migrated MnasNet). TF 2's equality is
+    back once model_fn returns."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    del tpu8
+    hashed = []
+
+    def model_fn(features, labels, mode, params):
+        w = tf.compat.v1.get_variable("w", [], initializer=tf.compat.v1.zeros_initializer())
+        hashed.append(len(set(tf.compat.v1.trainable_variables())))
+        loss = tf.reduce_mean(features) * w
+        train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+            loss, global_step=tf.compat.v1.train.get_global_step())
+        return estimator_tf2.TPUEstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    estimator = estimator_tf2.TPUStrategyEstimator(model_fn, model_dir=str(tmp_path),
+                                                   use_tpu=False, train_batch_size=4)
+    estimator.train(lambda params: tf.data.Dataset.from_tensors(tf.ones([4])).repeat(),
+                    max_steps=1)
+    assert hashed and set(hashed) == {1}
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(tf.Variable(1.0))

@@ -38,6 +38,7 @@ import contextlib
 import inspect
 import os
 import sys
+import threading
 import time
 
 import numpy as np
@@ -327,6 +328,32 @@ def _variable_scope_store():
     return module.get_variable_scope_store()
 
 
+_EQUALITY = {"depth": 0, "saved": None}
+_EQUALITY_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _tf1_tensor_equality():
+    """TF 1's ``==`` and hashing of tensors and variables (by identity) while model_fn
+    runs, as a TF 1.15 program had them (ops.py r1.15: ``Tensor._USE_EQUALITY =
+    tf2.enabled()``): EfficientNet's and MnasNet's ``list(set(tf.trainable_variables()
+    + ...))`` (efficientnet/utils.py get_ema_vars) needs hashable variables. TF keeps
+    the switch per process, so it is on while any replica's model_fn runs (the
+    strategy's replica threads interleave at merge_call) and restored after."""
+    with _EQUALITY_LOCK:
+        if _EQUALITY["depth"] == 0:
+            _EQUALITY["saved"] = tf.Tensor._USE_EQUALITY  # pylint: disable=protected-access
+            tf.compat.v1.disable_tensor_equality()
+        _EQUALITY["depth"] += 1
+    try:
+        yield
+    finally:
+        with _EQUALITY_LOCK:
+            _EQUALITY["depth"] -= 1
+            if _EQUALITY["depth"] == 0 and _EQUALITY["saved"]:
+                tf.compat.v1.enable_tensor_equality()
+
+
 class _TF1Variables(tf.Module):
     """The variables ``model_fn`` (or ``metric_fn``) creates, kept across calls as one
     TF 1 graph kept them: ``get_variable`` and layers by name (the decorator), other
@@ -411,7 +438,7 @@ class _TF1Variables(tf.Module):
         trainable[:] = [v for v in self.in_order if v.trainable]
         steps[:] = [self.global_step] if self.global_step is not None else []
         try:
-            with tf.variable_creator_scope(keep_once):
+            with tf.variable_creator_scope(keep_once), _tf1_tensor_equality():
                 return function(*args)
         finally:
             trainable[:], steps[:] = saved
