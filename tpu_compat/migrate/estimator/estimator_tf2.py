@@ -38,12 +38,15 @@ import contextlib
 import inspect
 import os
 import sys
+import threading
+import time
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
-__all__ = ["CrossReplicaOptimizer", "InputPipelineConfig", "ModeKeys", "RunConfig",
+__all__ = ["CrossReplicaOptimizer", "InputPipelineConfig", "ModeKeys", "PredictOutput",
+           "RunConfig", "ServingInputReceiver", "SessionRunArgs", "SessionRunHook",
            "TPUConfig", "TPUEstimatorSpec", "TPUStrategyEstimator", "bfloat16_scope",
            "cross_replica_sum", "init_from_checkpoint", "layer_norm"]
 
@@ -71,6 +74,9 @@ class InputPipelineConfig:
     PER_HOST_V2 = 3
     BROADCAST = 4
     SLICED = 5      # eval_training_input_configuration only (SimCLR's evaluation)
+
+
+_DEFAULT = object()      # an argument not given (RunConfig's _USE_DEFAULT)
 
 
 def _refuse(what, value, why):
@@ -115,7 +121,7 @@ class RunConfig:
 
     def __init__(self, tpu_config=None, cluster=None, model_dir=None, master=None,
                  tf_random_seed=None, save_checkpoints_steps=None, keep_checkpoint_max=5,
-                 save_checkpoints_secs=None, session_config=None, save_summary_steps=None,
+                 save_checkpoints_secs=_DEFAULT, session_config=None, save_summary_steps=None,
                  log_step_count_steps=None, evaluation_master=None,
                  keep_checkpoint_every_n_hours=None, **unknown):
         if unknown:
@@ -126,12 +132,17 @@ class RunConfig:
         self.master = master
         self.model_dir = model_dir
         self.tf_random_seed = tf_random_seed
+        # Estimator's RunConfig (tensorflow_estimator r1.15 run_config.py): saves every
+        # 600 s unless either is given; both given is an error.
+        if save_checkpoints_secs is _DEFAULT:
+            save_checkpoints_secs = 600 if save_checkpoints_steps is None else None
+        if save_checkpoints_secs is not None and save_checkpoints_steps is not None:
+            raise ValueError("RunConfig: can not provide both save_checkpoints_secs and "
+                             "save_checkpoints_steps")
         self.save_checkpoints_steps = save_checkpoints_steps
+        self.save_checkpoints_secs = save_checkpoints_secs
         self.keep_checkpoint_max = keep_checkpoint_max
         self.log_step_count_steps = 100 if log_step_count_steps is None else log_step_count_steps
-        if save_checkpoints_secs is not None and save_checkpoints_steps is None:
-            _refuse("RunConfig.save_checkpoints_secs", save_checkpoints_secs,
-                    "the migrated loop saves by steps (save_checkpoints_steps) and at the end")
         del session_config, save_summary_steps
         del evaluation_master, keep_checkpoint_every_n_hours
 
@@ -140,9 +151,7 @@ class TPUEstimatorSpec:
     def __init__(self, mode, predictions=None, loss=None, train_op=None, eval_metrics=None,
                  export_outputs=None, scaffold_fn=None, host_call=None, training_hooks=None,
                  evaluation_hooks=None, prediction_hooks=None):
-        for name, value in (("training_hooks", training_hooks),
-                            ("evaluation_hooks", evaluation_hooks),
-                            ("prediction_hooks", prediction_hooks)):
+        for name, value in (("prediction_hooks", prediction_hooks),):
             if value:
                 _refuse(f"TPUEstimatorSpec.{name}", type(value).__name__,
                         "session hooks have no tf.function form (TF 2 makes no "
@@ -153,6 +162,110 @@ class TPUEstimatorSpec:
         self.eval_metrics, self.export_outputs, self.scaffold_fn = (
             eval_metrics, export_outputs, scaffold_fn)
         self.host_call = host_call
+        self.training_hooks = list(training_hooks or [])
+        self.evaluation_hooks = list(evaluation_hooks or [])
+
+
+# A program's own hook classes subclass these (tf.estimator's were the same classes).
+SessionRunHook = tf.compat.v1.train.SessionRunHook
+SessionRunArgs = tf.compat.v1.train.SessionRunArgs
+
+
+class _EagerSession:
+    """The ``session`` a hook gets: its ``run`` reads the driver's variables (the global
+    step) and eager values; a tensor of model_fn's graph has no value outside the
+    driver's tf.function, and is refused by name."""
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        del options, run_metadata
+        if feed_dict:
+            _refuse("SessionRunHook session.run feed_dict", sorted(map(str, feed_dict)),
+                    "the driver's variables are read as they are")
+
+        def value(fetch):
+            if isinstance(fetch, tf.Variable) or (
+                    isinstance(fetch, tf.Tensor) and hasattr(fetch, "numpy")):
+                return fetch.numpy()
+            raise NotImplementedError(
+                f"SessionRunHook fetch {fetch!r} is not migrated: a tensor of model_fn's "
+                f"graph has no value outside the driver's tf.function (host_call gives "
+                f"model_fn's tensors to the host each step)")
+        return tf.nest.map_structure(value, fetches)
+
+
+class _LoopHooks:
+    """SessionRunHooks as TPUEstimator ran them (tensorflow_estimator r1.15
+    tpu_estimator.py: the host's Session.run is one loop of iterations_per_loop
+    training steps, or the whole evaluation; one step with ``use_tpu=False``;
+    MonitoredSession, TF 1.15 monitored_session.py): ``begin`` and
+    ``after_create_session`` once, ``before_run``/``after_run`` around each run
+    (fetches read after it), ``request_stop`` ends training or evaluation after
+    that run, ``end`` once. ``tf.compat.v1.train.get_global_step()`` in a hook is
+    the driver's."""
+
+    def __init__(self, hooks, global_step):
+        self.hooks, self._global_step = list(hooks), global_step
+        self._session = _EagerSession()
+
+    @contextlib.contextmanager
+    def _global_step_collection(self):
+        steps = tf.compat.v1.get_collection_ref(tf.compat.v1.GraphKeys.GLOBAL_STEP)
+        saved, steps[:] = list(steps), [self._global_step]
+        try:
+            yield
+        finally:
+            steps[:] = saved
+
+    def begin(self):
+        with self._global_step_collection():
+            for hook in self.hooks:
+                hook.begin()
+            for hook in self.hooks:
+                hook.after_create_session(self._session, None)
+
+    @contextlib.contextmanager
+    def around_loop(self):
+        """Yields the run context; True from ``stop_requested`` after the loop."""
+        context = tf.compat.v1.train.SessionRunContext(
+            tf.compat.v1.train.SessionRunArgs(None), self._session)
+        with self._global_step_collection():
+            requests = [hook.before_run(context) for hook in self.hooks]
+        yield context
+        with self._global_step_collection():
+            for hook, request in zip(self.hooks, requests):
+                results = (self._session.run(request.fetches)
+                           if request is not None and request.fetches is not None else None)
+                hook.after_run(context, tf.compat.v1.train.SessionRunValues(results, None, None))
+
+    def end(self):
+        with self._global_step_collection():
+            for hook in self.hooks:
+                hook.end(self._session)
+
+
+class ServingInputReceiver:
+    """``tf.estimator.export.ServingInputReceiver`` (export.py, TF 1.15): a single
+    Tensor is wrapped as ``{'feature': t}`` for model_fn and ``{'input': t}`` for the
+    signature, as there."""
+
+    def __init__(self, features, receiver_tensors, receiver_tensors_alternatives=None):
+        if receiver_tensors_alternatives:
+            _refuse("ServingInputReceiver.receiver_tensors_alternatives",
+                    sorted(receiver_tensors_alternatives), "one signature input set is exported")
+        self.features = features if isinstance(features, dict) else {"feature": features}
+        self.receiver_tensors = (receiver_tensors if isinstance(receiver_tensors, dict)
+                                 else {"input": receiver_tensors})
+
+
+class PredictOutput:
+    """``tf.estimator.export.PredictOutput``: a predict signature of these outputs
+    (a single Tensor is ``{'output': t}``, as export_output.py, TF 1.15)."""
+
+    def __init__(self, outputs):
+        self.outputs = outputs if isinstance(outputs, dict) else {"output": outputs}
+
+    def signature_def(self, receiver_tensors):
+        return tf.compat.v1.saved_model.predict_signature_def(receiver_tensors, self.outputs)
 
 
 class CrossReplicaOptimizer(tf.compat.v1.train.Optimizer):
@@ -215,6 +328,32 @@ def _variable_scope_store():
     return module.get_variable_scope_store()
 
 
+_EQUALITY = {"depth": 0, "saved": None}
+_EQUALITY_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _tf1_tensor_equality():
+    """TF 1's ``==`` and hashing of tensors and variables (by identity) while model_fn
+    runs, as a TF 1.15 program had them (ops.py r1.15: ``Tensor._USE_EQUALITY =
+    tf2.enabled()``): EfficientNet's and MnasNet's ``list(set(tf.trainable_variables()
+    + ...))`` (efficientnet/utils.py get_ema_vars) needs hashable variables. TF keeps
+    the switch per process, so it is on while any replica's model_fn runs (the
+    strategy's replica threads interleave at merge_call) and restored after."""
+    with _EQUALITY_LOCK:
+        if _EQUALITY["depth"] == 0:
+            _EQUALITY["saved"] = tf.Tensor._USE_EQUALITY  # pylint: disable=protected-access
+            tf.compat.v1.disable_tensor_equality()
+        _EQUALITY["depth"] += 1
+    try:
+        yield
+    finally:
+        with _EQUALITY_LOCK:
+            _EQUALITY["depth"] -= 1
+            if _EQUALITY["depth"] == 0 and _EQUALITY["saved"]:
+                tf.compat.v1.enable_tensor_equality()
+
+
 class _TF1Variables(tf.Module):
     """The variables ``model_fn`` (or ``metric_fn``) creates, kept across calls as one
     TF 1 graph kept them: ``get_variable`` and layers by name (the decorator), other
@@ -229,20 +368,31 @@ class _TF1Variables(tf.Module):
         self.in_order = []          # every variable, in creation order
         self._by_name = {}          # (name, n-th creation of that name in one call)
         self._outside = []          # created in init_scope (optimizer slots), recorded
+        self._outside_by_name = {}  # (name, n-th in one call): the same, reused
+        self._outside_seen = {}
 
     @contextlib.contextmanager
     def recording(self):
-        """Keeps the variables created outside ``model_fn``'s own graph while the
-        first step is traced: an optimizer's slots (``hidden/kernel/Momentum``) and
-        accumulators, made in ``init_scope`` where ``__call__``'s scope is not."""
+        """Keeps the variables created outside ``model_fn``'s own graph: an optimizer's
+        slots (``hidden/kernel/Momentum``) and accumulators, made in ``init_scope``
+        where ``__call__``'s scope is not, or in a merge_call on the strategy's own
+        thread (AdamOptimizer's ``beta1_power``). A later trace (the loop's) gets the
+        same variables back by name and order, as the TF 1 graph had them once."""
         distributed = tf.distribute.has_strategy()
 
         def record(next_creator, **kwargs):
+            name = str(kwargs.get("name") or "Variable")
+            key = (name, self._outside_seen.get(name, 0))
+            if key in self._outside_by_name:
+                self._outside_seen[name] = key[1] + 1
+                return self._outside_by_name[key]
             variable = next_creator(**kwargs)
             # Under a strategy this creator also sees each replica's copy; the
             # strategy's variable (all copies) is the one kept.
             if not distributed or isinstance(variable, tf.distribute.DistributedValues):
                 self._outside.append(variable)
+                self._outside_by_name[key] = variable
+                self._outside_seen[name] = key[1] + 1
             return variable
 
         with tf.variable_creator_scope(record):
@@ -267,6 +417,7 @@ class _TF1Variables(tf.Module):
         # outer graph's collections, which every tf.function graph shares).
         _variable_scope_store().close_variable_subscopes(None)
         seen = {}
+        self._outside_seen.clear()      # every replica's call starts before its merge_call
 
         def keep_once(next_creator, **kwargs):
             name = kwargs.get("name") or "Variable"
@@ -287,7 +438,7 @@ class _TF1Variables(tf.Module):
         trainable[:] = [v for v in self.in_order if v.trainable]
         steps[:] = [self.global_step] if self.global_step is not None else []
         try:
-            with tf.variable_creator_scope(keep_once):
+            with tf.variable_creator_scope(keep_once), _tf1_tensor_equality():
                 return function(*args)
         finally:
             trainable[:], steps[:] = saved
@@ -623,9 +774,9 @@ class TPUStrategyEstimator:
     # -- train -------------------------------------------------------------------
 
     def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
-        if hooks or saving_listeners:
-            _refuse("TPUEstimator.train hooks", hooks or saving_listeners,
-                    "SessionRunHooks run around Session.run calls, which TF 2 does not make")
+        if saving_listeners:
+            _refuse("TPUEstimator.train saving_listeners", saving_listeners,
+                    "CheckpointSaverListeners run around the Saver of a TF 1 session")
         if (steps is None) == (max_steps is None):
             raise ValueError("TPUEstimator.train needs exactly one of steps and max_steps")
         if max_steps is not None and max_steps <= 0:
@@ -647,13 +798,17 @@ class TPUStrategyEstimator:
             # The step's start values of the variables, for host_call (below).
             starts = _start_values(state.all_variables()) if host.active else {}
             spec = state(self._call_model_fn, features, labels, ModeKeys.TRAIN, replicas)
+            if not spec_hooks:      # the first call's: model_fn is traced per replica
+                spec_hooks.append(spec.training_hooks)
             host_tensors = host.tensors(spec.host_call, starts)
             with tf.control_dependencies([spec.train_op]):
                 return tf.identity(tf.cast(spec.loss, tf.float32)), host_tensors
 
+        spec_hooks = []
         build = tf.function(lambda batch: strategy.run(replica_step, args=(batch,)))
         with strategy.scope(), state.recording():   # creates the variables, runs nothing
             build.get_concrete_function(iterator.element_spec)
+        hooks = _LoopHooks(list(hooks or []) + spec_hooks[0], state.global_step)
         saver = self._saver()
         self._restore_or_warm_start()
 
@@ -675,22 +830,39 @@ class TPUStrategyEstimator:
         step = int(state.global_step.numpy())
         last = max_steps if max_steps is not None else step + steps
         per_loop = self.config.tpu_config.iterations_per_loop
+        if hooks.hooks and not self._use_tpu:
+            # TPUEstimator on the CPU ran each step as its own Session.run (its
+            # _convert_train_steps_to_hooks), so hooks saw every step.
+            per_loop = 1
         log_every = self.config.log_step_count_steps
         log_loops = -(-log_every // per_loop) if log_every else 0
         save_every = self.config.save_checkpoints_steps
-        saved_at = step
+        # save_checkpoints_secs: CheckpointSaverHook's SecondOrStepTimer, asked after
+        # each Session.run, which under TPUEstimator is one loop of iterations_per_loop
+        # steps (basic_session_run_hooks.py, TF 1.15).
+        save_secs = self.config.save_checkpoints_secs
+        saved_at, saved_time = step, time.monotonic()
         loops = 0
+        hooks.begin()
         while step < last:
             iterations = min(per_loop, last - step)
-            loss, queued = loop(iterator, tf.constant(iterations))
+            # The program's hooks, then the logging and the saving, as Estimator
+            # ordered its hooks after the program's (estimator.py, r1.15).
+            with hooks.around_loop() as run_context, strategy.scope(), state.recording():
+                loss, queued = loop(iterator, tf.constant(iterations))   # 1st call traces again
             host.run(queued, iterations)
             step = int(state.global_step.numpy())
             if log_loops and loops % log_loops == 0:
                 logging.info("loss = %s, step = %d", loss.numpy(), step)
             loops += 1
-            if save_every and step - saved_at >= save_every:
+            if (save_every and step - saved_at >= save_every) or (
+                    save_secs and step != saved_at
+                    and time.monotonic() - saved_time >= save_secs):
                 self._save(saver, step)
-                saved_at = step
+                saved_at, saved_time = step, time.monotonic()
+            if run_context.stop_requested:
+                break
+        hooks.end()
         if saved_at != step:
             self._save(saver, step)
         host.close()
@@ -792,19 +964,67 @@ class TPUStrategyEstimator:
                     yield {key: value[index] for key, value in values.items()}
             pending = next(iterator, None)
 
-    def export_saved_model(self, export_dir_base, *args, **kwargs):
-        del args, kwargs
-        _refuse("TPUEstimator.export_saved_model", export_dir_base,
-                "not migrated: write a SavedModel with tf.saved_model.save")
+    def export_saved_model(self, export_dir_base, serving_input_receiver_fn,
+                           assets_extra=None, as_text=False, checkpoint_path=None,
+                           experimental_mode=ModeKeys.PREDICT):
+        """Estimator's export (tensorflow_estimator r1.15 estimator.py
+        ``_export_all_saved_models``, with TPUEstimator's CPU graph: ``params['use_tpu']``
+        False, ``batch_size`` the predict batch, tpu_estimator.py ``_augment_model_fn``):
+        a TF 1 graph of ``serving_input_receiver_fn``'s placeholders and ``model_fn`` in
+        PREDICT mode, the checkpoint's variables, a SavedModel in
+        ``export_dir_base/<timestamp>`` with tag ``serve`` whose signatures are
+        ``export_outputs`` (default: ``serving_default``, the predictions). TF 2's
+        ``tf.saved_model.load`` loads it. Not written: the TPU graph (tags serve, tpu)
+        of ``export_to_tpu``, which only a TPU serves."""
+        if assets_extra:
+            _refuse("TPUEstimator.export_saved_model assets_extra", assets_extra,
+                    "copy the files into the SavedModel's assets.extra directory")
+        if experimental_mode != ModeKeys.PREDICT:
+            _refuse("TPUEstimator.export_saved_model experimental_mode", experimental_mode,
+                    "only the PREDICT graph (serving) is exported")
+        checkpoint = checkpoint_path or self.latest_checkpoint()
+        if not checkpoint:
+            raise ValueError(f"Couldn't find trained model at {self.model_dir}.")
+        export_dir = os.path.join(os.fsdecode(export_dir_base), str(int(time.time())))
+        with tf.Graph().as_default() as graph:
+            receiver = serving_input_receiver_fn()
+            if not isinstance(receiver, ServingInputReceiver):
+                raise TypeError(f"serving_input_receiver_fn must return a ServingInputReceiver, "
+                                f"given: {type(receiver).__name__}")
+            spec = self._call_model_fn_for_export(receiver.features)
+            outputs = spec.export_outputs or {"serving_default": PredictOutput(spec.predictions)}
+            signatures = {key: output.signature_def(receiver.receiver_tensors)
+                          for key, output in outputs.items()}
+            with tf.compat.v1.Session(graph=graph) as session:
+                tf.compat.v1.train.Saver().restore(session, checkpoint)
+                session.run(tf.compat.v1.tables_initializer())
+                builder = tf.compat.v1.saved_model.Builder(export_dir)
+                builder.add_meta_graph_and_variables(
+                    session, [tf.saved_model.SERVING], signature_def_map=signatures,
+                    main_op=tf.compat.v1.tables_initializer(), strip_default_attrs=True)
+                builder.save(as_text)
+        logging.info("Exported a SavedModel to %s", export_dir)
+        return export_dir.encode()
 
     export_savedmodel = export_saved_model
+
+    def _call_model_fn_for_export(self, features):
+        params = dict(self._params, use_tpu=False)
+        if self._batch_sizes[ModeKeys.PREDICT] is not None:
+            params["batch_size"] = self._batch_sizes[ModeKeys.PREDICT]
+        arguments = inspect.signature(self._model_fn).parameters
+        kwargs = {key: value for key, value in (
+            ("mode", ModeKeys.PREDICT), ("params", params), ("config", self.config),
+            ("labels", None)) if key in arguments}
+        spec = self._model_fn(features=features, **kwargs)
+        if not isinstance(spec, TPUEstimatorSpec):
+            raise TypeError(f"model_fn must return a TPUEstimatorSpec in mode 'infer', "
+                            f"given: {type(spec).__name__}")
+        return spec
 
     # -- evaluate ----------------------------------------------------------------
 
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
-        if hooks:
-            _refuse("TPUEstimator.evaluate hooks", hooks,
-                    "SessionRunHooks run around Session.run calls, which TF 2 does not make")
         if steps is None:
             raise ValueError("TPUEstimator.evaluate on the TPU needs steps (as in TF 1.15)")
         strategy, replicas = self.strategy, self._replicas(ModeKeys.EVAL)
@@ -820,6 +1040,7 @@ class TPUStrategyEstimator:
                         "the migration runs host_call in training only")
             if not metric_fns:
                 metric_fns.append(spec.eval_metrics)
+                spec_hooks.extend(spec.evaluation_hooks)
             tensors = _metric_tensors(spec.eval_metrics)
             return tf.cast(spec.loss, tf.float32), tensors
 
@@ -832,19 +1053,31 @@ class TPUStrategyEstimator:
             return local(loss)[0], tf.nest.map_structure(
                 lambda t: tf.concat(local(t), axis=0), tensors)
 
+        spec_hooks = []
         with strategy.scope(), state.recording():   # creates the variables, runs nothing
             step.get_concrete_function(iterator)
         self._restore_or_warm_start(checkpoint_path)
-        total_loss, metrics = 0.0, None
-        for _ in range(steps):
-            loss, tensors = step(iterator)
-            total_loss += float(loss)
-            if metric_fns[0] is not None:
-                if metrics is None:
-                    metrics = _HostMetrics(metric_fns[0][0], tensors)
-                metrics.update(tensors)
+        # The hooks: on the TPU the whole evaluation was one Session.run of `steps`
+        # iterations (tpu_estimator.py r1.15, _SetEvalIterationsHook); on the CPU, one a step.
+        hooks = _LoopHooks(list(hooks or []) + spec_hooks, state.global_step)
+        per_run = steps if self._use_tpu and self._eval_on_tpu else 1
+        total_loss, metrics, done = 0.0, None, 0
+        hooks.begin()
+        while done < steps:
+            with hooks.around_loop() as run_context:
+                for _ in range(per_run):
+                    loss, tensors = step(iterator)
+                    total_loss += float(loss)
+                    done += 1
+                    if metric_fns[0] is not None:
+                        if metrics is None:
+                            metrics = _HostMetrics(metric_fns[0][0], tensors)
+                        metrics.update(tensors)
+            if run_context.stop_requested:
+                break
+        hooks.end()
         results = metrics.values() if metrics is not None else {}
-        results["loss"] = np.float32(total_loss / steps)
+        results["loss"] = np.float32(total_loss / done)
         results["global_step"] = np.int64(state.global_step.numpy())
         logging.info("Saving dict for global step %d: %s", results["global_step"],
                      ", ".join(f"{key} = {str(value)}" for key, value in sorted(results.items())))

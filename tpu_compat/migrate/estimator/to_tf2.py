@@ -14,6 +14,8 @@ tensorflow.compat.v1 or tf.contrib)
 TPUConfig, InputPipelineConfig}``, ``tf.estimator.ModeKeys``
 ``tf.tpu.CrossShardOptimizer``                           ``tpu_estimator_tf2.CrossReplicaOptimizer``
 ``tf.contrib.layers.layer_norm``                         ``tpu_estimator_tf2.layer_norm``
+``tf.estimator.export.{ServingInputReceiver,             ``tpu_estimator_tf2.<same name>``
+PredictOutput}``
 ======================================================  ==============================
 
 A file that builds no TPUEstimator is left alone, unless the same upgrade holds
@@ -23,8 +25,8 @@ becomes compat.v1 (:func:`tf1_imports`).
 
 What the driver does not run the TPUEstimator way gets a ``# TODO(tpu_compat)``
 line naming it and why (the driver also refuses it at run time, by name):
-session hooks, ``export_outputs`` and exports, and
-``from ... import`` of the estimator names. ``tf.compat.v1.train.init_from_checkpoint``
+session hooks and ``from ... import`` of the estimator names (an export output
+other than ``PredictOutput`` keeps the ordinary upgrade's TODO). ``tf.compat.v1.train.init_from_checkpoint``
 (a ``scaffold_fn``'s warm start) becomes the driver's, which applies it before
 the first step when ``model_dir`` holds no checkpoint.
 """
@@ -38,6 +40,7 @@ import libcst as cst
 from libcst import metadata
 
 from tpu_compat.migrate import scan, sources, upgrade
+from tpu_compat.migrate.estimator import keras_tf2
 
 __all__ = ["DRIVER_MODULE", "Migrated", "driver_source", "migrate_text", "upgrade_bytes",
            "upgrade_file"]
@@ -67,6 +70,14 @@ _RENAMES.update({
     "tensorflow.train.init_from_checkpoint": ("init_from_checkpoint", "TPC070"),
     "tensorflow.compat.v1.train.init_from_checkpoint": ("init_from_checkpoint", "TPC070"),
 })
+# The driver's export writes Estimator's serving graph (placeholders, model_fn in PREDICT).
+_RENAMES.update({f"tensorflow.{p}estimator.export.{name}": (name, rule)
+                 for p in ("", "compat.v1.")
+                 for name, rule in (("ServingInputReceiver", "TPC079"),
+                                    ("PredictOutput", "TPC082"))})
+# The driver runs a program's SessionRunHooks around each loop, as TPUEstimator did.
+_RENAMES.update({f"tensorflow.{p}estimator.{name}": (name, "TPC086")
+                 for p in ("", "compat.v1.") for name in ("SessionRunHook", "SessionRunArgs")})
 # TF's custom getter (float32 variables read as bfloat16), written in the driver:
 # the same numbers and checkpoint names, where Keras mixed precision would change both.
 _RENAMES.update({f"tensorflow.{p}tpu.bfloat16_scope": ("bfloat16_scope", "TPC048")
@@ -85,17 +96,7 @@ _SWITCH_REMOVED = ("# tpu_compat: {call}() removed (upgrade --estimator-to-tf2):
 
 # TPUEstimatorSpec arguments the driver does not run as TPUEstimator did, and why.
 _SPEC_TODOS = {
-    "training_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
-    "evaluation_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
     "prediction_hooks": "SessionRunHooks are not migrated: TF 2 makes no Session.run calls",
-    "export_outputs": "export_outputs are not migrated: the driver has no SavedModel "
-                      "export (write one with tf.saved_model.save)",
-}
-_METHOD_TODOS = {
-    "export_saved_model": "export is not migrated: write a SavedModel with "
-                          "tf.saved_model.save",
-    "export_savedmodel": "export is not migrated: write a SavedModel with "
-                         "tf.saved_model.save",
 }
 
 
@@ -246,13 +247,15 @@ class _Migrator(cst.CSTTransformer):
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and (
                 func.value.value in self._estimators):
             method = func.attr.value
-            if method in _METHOD_TODOS:
-                self._todo(node, "TPC070", _METHOD_TODOS[method])
-            if method in ("train", "evaluate") and any(
-                    a.keyword is not None and a.keyword.value in ("hooks", "saving_listeners")
-                    for a in node.args):
-                self._todo(node, "TPC086", f"{method}(hooks=...) is not migrated: TF 2 "
-                                           f"makes no Session.run calls for hooks")
+            # train's and evaluate's hooks run around each Session.run the era made (the
+            # driver's); saving listeners do not
+            refused = {"train": ("saving_listeners",)}
+            for argument in node.args:
+                if argument.keyword is not None and argument.keyword.value in refused.get(
+                        method, ()):
+                    self._todo(node, "TPC086",
+                               f"{method}({argument.keyword.value}=...) is not migrated: "
+                               f"TF 2 makes no Session.run calls for hooks")
 
     def visit_Assign(self, node):
         value = node.value
@@ -301,7 +304,8 @@ def migrate_text(text: str, helper: bool = False) -> Migrated:
     holds the file that builds the estimator), as BERT's optimization.py, which
     wraps the optimizer in CrossShardOptimizer for run_pretraining.py's model_fn:
     its names are pointed at the driver too."""
-    module = cst.parse_module(text)
+    keras = keras_tf2.KerasForTF2()     # in-line rewrites: the lines stay where they were
+    module = metadata.MetadataWrapper(cst.parse_module(text)).visit(keras)
     wrapper = metadata.MetadataWrapper(module)
     migrator = _Migrator()
     migrated = wrapper.visit(migrator)
@@ -309,7 +313,8 @@ def migrate_text(text: str, helper: bool = False) -> Migrated:
     if not any(note.rule == "TPC070" for note in renamed) and not (helper and renamed):
         return Migrated(text, [])
     migrated = migrated.visit(_AddImport())
-    return Migrated(migrated.code, sorted(migrator.notes + migrator.switches,
+    notes = [Note(line, column, rule, what=what) for line, column, rule, what in keras.notes]
+    return Migrated(migrated.code, sorted(migrator.notes + migrator.switches + notes,
                                           key=lambda n: (n.line, n.column)))
 
 
