@@ -11,6 +11,7 @@ Both are compared with libcst on every node of the migrate corpus, of two of
 tf_keras' modules, and of sources written to be awkward.
 """
 
+import functools
 import glob
 import importlib.util
 import os
@@ -70,7 +71,10 @@ def _sources():
     return cases
 
 
+@functools.lru_cache(maxsize=None)
 def _module(source):
+    """The parse of ``source`` (a path or text), once for the module's tests:
+    libcst trees are immutable, and each test resolves its own metadata."""
     if source.endswith(".py") and os.path.exists(source):
         with open(source, encoding="utf-8", newline="") as stream:
             source = stream.read()
