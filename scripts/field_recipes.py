@@ -471,6 +471,15 @@ TF2_NOTES = {
                    "and the driver now refuses it naming the fix (return the dataset from input_fn). "
                    "Its augmentation and shuffle are unseeded, so its training numbers could at best "
                    "be \"the original does not repeat its numbers\"."),
+    "tpu-mnasnet": ("upgraded only by the runner (its unchanged run, over 1500 s at load 10, gives no "
+                    "reference within a session's budget). By hand, 2026-11-29 at `b00625d`: the "
+                    "migrated program (3 TODOs, none on the path run: contrib.quantize, async "
+                    "checkpointing, imagenet_input.py:339) runs strict, 8 replicas, its 2 training "
+                    "steps in about 13 min at load ~15 (step-1 loss 7.063674, final 6.976189, from its "
+                    "own initializers, so not compared) once model_fn has TF 1's tensor equality "
+                    "(before: efficientnet/utils.py get_ema_vars' `set()` of variables stopped it, "
+                    "\"Variable is unhashable\"). No verdict until a run from the unchanged run's "
+                    "model.ckpt-0."),
     "tpu-cifar-keras": ("**passes** with 0 TODOs (from 1): cifar_keras.py builds its model_fn from Keras "
                         "layers (`layers = contrib_keras.layers`, `layers.Input(tensor=features)`) and "
                         "trains with `AdamOptimizer` under CrossShardOptimizer, 8 replicas. Three fixes "
