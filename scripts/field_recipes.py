@@ -483,10 +483,13 @@ TF2_NOTES = {
     "tpu-efficientnet": ("upgraded only by the runner (its unchanged run took 1741 s, beyond this "
                          "session's budget for a reference). By hand, 2026-11-29 at `73f242f`: the "
                          "migrated program (7 TODOs, none on the path run: autoaugment's contrib "
-                         "imports and HParams, async checkpointing, the PREDICT EstimatorSpec) runs "
-                         "strict, 8 replicas, its 2 training steps in about 14 min at load ~12 "
-                         "(step-1 loss 0.98667073, final 0.98620796, from its own initializers, so not "
-                         "compared). No verdict until a run from the unchanged run's model.ckpt-0."),
+                         "imports and HParams, async checkpointing, the PREDICT EstimatorSpec) ran strict, "
+                         "8 replicas, its 2 training steps in about 14 min at load ~12 and saved "
+                         "model.ckpt-2 (step-1 loss 0.98667073, final 0.98620796, from its own "
+                         "initializers, so not compared); the process had not exited 45 s after its "
+                         "last line and was killed at the session's deadline (cause not examined: "
+                         "check its exit first). No verdict until a run from the unchanged run's "
+                         "model.ckpt-0."),
     "tpu-cifar-keras": ("**passes** with 0 TODOs (from 1): cifar_keras.py builds its model_fn from Keras "
                         "layers (`layers = contrib_keras.layers`, `layers.Input(tensor=features)`) and "
                         "trains with `AdamOptimizer` under CrossShardOptimizer, 8 replicas. Three fixes "
