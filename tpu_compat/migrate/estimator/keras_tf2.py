@@ -22,6 +22,8 @@ from typing import List, Tuple
 import libcst as cst
 from libcst import metadata
 
+from tpu_compat.migrate.analysis import dotted as _dotted
+
 __all__ = ["KerasForTF2"]
 
 _KERAS = ("tensorflow.keras", "tensorflow.compat.v1.keras", "tensorflow.contrib.keras",
@@ -34,15 +36,6 @@ _INPUT_KEEPS_TENSOR = {"tensor", "name"}
 _CONTRIB_KERAS_IMPORT = "--estimator-to-tf2: tensorflow.contrib.keras is tf.compat.v1.keras"
 _INPUT_IS_TENSOR = ("--estimator-to-tf2: keras Input(tensor=t) is t, as in a TF 1 graph "
                     "(in the driver's tf.function Keras would return a symbolic tensor)")
-
-
-def _dotted(node):
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return base and f"{base}.{node.attr.value}"
-    return None
 
 
 class KerasForTF2(cst.CSTTransformer):

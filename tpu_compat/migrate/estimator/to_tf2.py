@@ -40,6 +40,7 @@ import libcst as cst
 from libcst import metadata
 
 from tpu_compat.migrate import scan, sources, upgrade
+from tpu_compat.migrate.analysis import dotted as _dotted
 from tpu_compat.migrate.estimator import keras_tf2
 
 __all__ = ["DRIVER_MODULE", "Migrated", "driver_source", "migrate_text", "upgrade_bytes",
@@ -125,15 +126,6 @@ def driver_source() -> bytes:
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "estimator_tf2.py")
     with open(path, "rb") as stream:
         return stream.read()
-
-
-def _dotted(node):
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = _dotted(node.value)
-        return base and f"{base}.{node.attr.value}"
-    return None
 
 
 class _Migrator(cst.CSTTransformer):
