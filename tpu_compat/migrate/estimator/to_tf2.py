@@ -42,6 +42,7 @@ from libcst import metadata
 from tpu_compat.migrate import scan, sources, upgrade
 from tpu_compat.migrate.analysis import dotted as _dotted
 from tpu_compat.migrate.estimator import keras_tf2
+from tpu_compat.migrate.rewrites._keras_tpu_parts import is_import
 
 __all__ = ["DRIVER_MODULE", "Migrated", "driver_source", "migrate_text", "upgrade_bytes",
            "upgrade_file"]
@@ -272,8 +273,7 @@ class _AddImport(cst.CSTTransformer):
         body = list(updated.body)
         index = 0
         for position, item in enumerate(body):
-            if isinstance(item, cst.SimpleStatementLine) and any(
-                    isinstance(s, (cst.Import, cst.ImportFrom)) for s in item.body):
+            if is_import(item):
                 index = position + 1
         body.insert(index, statement)
         return updated.with_changes(body=body)

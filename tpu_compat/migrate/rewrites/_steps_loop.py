@@ -39,6 +39,7 @@ import libcst as cst
 from tpu_compat import legacy_api
 from tpu_compat.migrate import analysis
 from tpu_compat.migrate.rewrites._edit import Edit, arguments_by_name
+from tpu_compat.migrate.rewrites._keras_tpu_parts import is_import
 
 __all__ = ["HELPER_NAME", "helper_source", "plan", "problem"]
 
@@ -315,8 +316,7 @@ def _insert_helper(helper, original, updated):
     body = list(updated.body)
     after = 0
     for index, statement in enumerate(body):
-        if isinstance(statement, cst.SimpleStatementLine) and any(
-                isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body):
+        if is_import(statement):
             after = index + 1
     rest = body[after:]
     if rest:  # two blank lines after the helper's def, as before any top-level code
