@@ -29,7 +29,12 @@ def _entry_point_installed():
 
 # Installed (pip install -e .), pytest loads the plugin from its entry point;
 # naming the module with -p as well would register it twice.
-PLUGIN_ARGS = [] if _entry_point_installed() else ["-p", "tpu_compat.pytest_plugin"]
+# Hypothesis's pytest plugin (an entry point too) imports all of Hypothesis as
+# pytest starts: ~2 s of CPU per pytest process (issue 32's CI budget), in every
+# run here and in every child it starts (a child gets the parent's -p), for a
+# plugin none of these sessions uses.
+PLUGIN_ARGS = ([] if _entry_point_installed() else ["-p", "tpu_compat.pytest_plugin"]) + [
+    "-p", "no:hypothesispytest"]
 
 
 @pytest.fixture

@@ -32,6 +32,11 @@ sys.meta_path[:] = [_PathFinderWithoutTensorFlow if finder is importlib.machiner
                     else finder for finder in sys.meta_path]
 """
 
+# Hypothesis's pytest plugin imports all of Hypothesis as pytest starts (~2 s of
+# CPU per session, issue 32's CI budget); no session below uses it.
+NO_HYPOTHESIS = "'-p', 'no:hypothesispytest'"
+
+
 def _without_tensorflow(code, cwd=None):
     return subprocess.run([sys.executable, "-c", NO_TENSORFLOW + code], capture_output=True,
                           text=True, env=subprocess_env(), cwd=cwd, timeout=300)
@@ -72,7 +77,8 @@ def test_pytest_plugin_prints_one_line_when_a_test_needs_tensorflow(tmp_path):
         "def test_plain():\n    assert True\n\n"
         "def test_strategy(tpu_strategy):\n    assert tpu_strategy.num_replicas_in_sync\n")
     (tmp_path / "test_plain.py").write_text("def test_plain():\n    assert True\n")
-    pytest_main = "import pytest\nsys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', {!r}]))\n"
+    pytest_main = ("import pytest\nsys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', "
+                   + NO_HYPOTHESIS + ", {!r}]))\n")
     result = _without_tensorflow(pytest_main.format("test_uses_tpu.py"), cwd=tmp_path)
     assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout
     assert "Traceback" not in result.stdout + result.stderr
@@ -98,6 +104,7 @@ def _requires_tf_suite(directory):
 
 
 RUN_PYTEST = ("import pytest\ncode = pytest.main(['-q', '-rs', '-p', 'no:cacheprovider', "
+              + NO_HYPOTHESIS + ", "
               "'-W', 'ignore::pytest.PytestUnknownMarkWarning'])\n"
               "assert 'tensorflow' not in sys.modules\nsys.exit(code)\n")
 
