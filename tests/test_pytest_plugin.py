@@ -9,14 +9,17 @@ children; the others do not import TensorFlow and take about a second.
 import configparser
 import importlib.metadata
 import os
+import subprocess
+import sys
 import textwrap
+import time
 import types
 import xml.etree.ElementTree as ElementTree
 
 import pytest
 
 from conftest import REPO_ROOT, process_gone
-from tpu_compat import _config, _pytest_child, settings
+from tpu_compat import _config, _process, _pytest_child, settings
 from tpu_compat import pytest_plugin as plugin
 
 pytest_plugins = ["pytester"]
@@ -46,14 +49,37 @@ def run(pytester, monkeypatch):
                  "TPU_COMPAT_FIDELITY", "TPU_COMPAT_NUMERICS"):
         monkeypatch.delenv(name, raising=False)
 
-    def run_pytest(test_source, *args, directory=None):
-        """Runs pytest on ``test_module.py`` in ``directory`` (default: the root)."""
+    def run_pytest(test_source, *args, directory=None, forked=False):
+        """Runs pytest on ``test_module.py`` in ``directory`` (default: the root).
+
+        ``forked``: by the suite's fork server, which has imported TensorFlow
+        (a fresh process where it declines), for a session whose tests import
+        TensorFlow anyway: no claim of it is about a process without it
+        (issue 32's CI budget: a TensorFlow import less).
+        """
         where = pytester.path if directory is None else pytester.mkdir(directory)
         (where / "test_module.py").write_text(textwrap.dedent(test_source))
         monkeypatch.chdir(where)
-        return pytester.runpytest_subprocess(*PLUGIN_ARGS, "-p", "no:cacheprovider",
-                                             *args, timeout=300)
+        args = (*PLUGIN_ARGS, "-p", "no:cacheprovider", *args)
+        if not forked:
+            return pytester.runpytest_subprocess(*args, timeout=300)
+        return _forked_pytest(args, where, pytester.path / "runpytest-forked")
     return run_pytest
+
+
+def _forked_pytest(args, where, basetemp):
+    """``python -m pytest ARGS`` in ``where``, as runpytest_subprocess runs it, but
+    forked by the suite's fork server where one is named (conftest.py)."""
+    command = [sys.executable, "-m", "pytest", f"--basetemp={basetemp}", *args]
+    started = time.monotonic()
+    with _process.popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                        env=dict(os.environ), cwd=str(where)) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=300)
+        finally:
+            process.kill()
+    return pytest.RunResult(process.returncode, stdout.splitlines(), stderr.splitlines(),
+                            time.monotonic() - started)
 
 
 # A conftest that leaves a file behind in every child process the plugin starts.
@@ -113,7 +139,7 @@ def test_fixtures_replica_counts_in_children_and_tpu_numerics(run, pytester):
             # Both operands round to 1 in bfloat16; exact float32 gives 2 + 2^-8 + 2^-9.
             assert value == tf.constant(2.0).numpy(), repr(value)
     """, "--tpu-compat-replicas=2", "--tpu-compat-numerics=tpu", "-rs", "--junitxml=report.xml",
-                 directory="sub")
+                 directory="sub", forked=True)
     result.assert_outcomes(passed=5, failed=1, skipped=1)
     result.stdout.fnmatch_lines([
         "*test_failure_in_a_child*replicas=1*",
@@ -262,7 +288,7 @@ def test_real_tpu_without_one_is_a_clear_setup_error(run):
     result = run("""
         def test_needs_a_tpu(tpu_strategy):
             pass
-    """, "--tpu")
+    """, "--tpu", forked=True)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*TPU_COMPAT_BACKEND=tpu but no TPU is reachable*"])
 
