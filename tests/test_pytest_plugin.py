@@ -1,9 +1,12 @@
 """The pytest plugin, tested with pytest's own ``pytester``.
 
-Every run is a separate process (``runpytest_subprocess``): the emulated TPU's
-device layout is fixed once per process, and the plugin must load without
-TensorFlow. One run exercises the TensorFlow fixtures and the per-replica
-children; the others do not import TensorFlow and take about a second.
+A run whose tests use TensorFlow is a separate process (the emulated TPU's
+device layout is fixed once per process), forked by the suite's fork server;
+the plugin's loading without TensorFlow is shown by a fresh one
+(``runpytest_subprocess``). One run exercises the TensorFlow fixtures and the
+per-replica children. Runs that start neither TensorFlow nor a child (usage
+and collection errors, the settings' exports) are pytester's in-process runs
+(issue 32's CI budget: a fresh pytest costs about a second of CPU).
 """
 
 import configparser
@@ -49,18 +52,29 @@ def run(pytester, monkeypatch):
                  "TPU_COMPAT_FIDELITY", "TPU_COMPAT_NUMERICS"):
         monkeypatch.delenv(name, raising=False)
 
-    def run_pytest(test_source, *args, directory=None, forked=False):
+    def run_pytest(test_source, *args, directory=None, forked=False, in_process=False):
         """Runs pytest on ``test_module.py`` in ``directory`` (default: the root).
 
         ``forked``: by the suite's fork server, which has imported TensorFlow
         (a fresh process where it declines), for a session whose tests import
         TensorFlow anyway: no claim of it is about a process without it
         (issue 32's CI budget: a TensorFlow import less).
+        ``in_process``: in this process (pytester's inline run), for sessions
+        that start no TensorFlow and no child: what the plugin reads and
+        exports is the environment, restored afterwards (issue 32's CI budget:
+        a fresh pytest costs ~1 s of CPU).
         """
         where = pytester.path if directory is None else pytester.mkdir(directory)
         (where / "test_module.py").write_text(textwrap.dedent(test_source))
         monkeypatch.chdir(where)
         args = (*PLUGIN_ARGS, "-p", "no:cacheprovider", *args)
+        if in_process:
+            saved = dict(os.environ)  # pytest_configure exports into os.environ
+            try:
+                return pytester.runpytest_inprocess(*args)
+            finally:
+                os.environ.clear()
+                os.environ.update(saved)
         if not forked:
             return pytester.runpytest_subprocess(*args, timeout=300)
         return _forked_pytest(args, where, pytester.path / "runpytest-forked")
@@ -222,7 +236,7 @@ def test_bad_marker_arguments_are_a_collection_error(run):
         @pytest.mark.tpu_replicas(0, 2)
         def test_bad_counts():
             pass
-    """, "-rs")
+    """, "-rs", in_process=True)
     result.stdout.fnmatch_lines([
         "*test_module.py::test_bad_counts: @pytest.mark.tpu_replicas takes one or more "
         "positive int replica counts, got tpu_replicas(0, 2)*"])
@@ -239,7 +253,7 @@ def test_unconditional_skip_starts_no_child(run, pytester):
         @pytest.mark.skip(reason="not today")
         def test_skipped():
             pass
-    """, "-rs")
+    """, "-rs", in_process=True)
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["SKIPPED [[]1[]] test_module.py:*: not today"])
     assert not (pytester.path / "a_child_ran").exists()
@@ -257,11 +271,13 @@ def test_tests_run_with_tpu_fidelity_and_exact_numerics_unless_chosen(run, monke
             print("FIDELITY=" + settings.read("fidelity"))
             print("NUMERICS=" + settings.read("numerics"))
     """
-    run(source, "-s").stdout.fnmatch_lines(["*FIDELITY=tpu*", "NUMERICS=exact*"])
-    run(source, "-s", "--tpu-compat-fidelity=cpu", "--tpu-compat-numerics=tpu"
+    run(source, "-s", in_process=True).stdout.fnmatch_lines(
+        ["*FIDELITY=tpu*", "NUMERICS=exact*"])
+    run(source, "-s", "--tpu-compat-fidelity=cpu", "--tpu-compat-numerics=tpu", in_process=True
         ).stdout.fnmatch_lines(["*FIDELITY=cpu*", "NUMERICS=tpu*"])
     monkeypatch.setenv("TPU_COMPAT_FIDELITY", "cpu")
-    run(source, "-s").stdout.fnmatch_lines(["*FIDELITY=cpu*", "NUMERICS=exact*"])
+    run(source, "-s", in_process=True).stdout.fnmatch_lines(
+        ["*FIDELITY=cpu*", "NUMERICS=exact*"])
 
 
 def test_warnings_error_fails_tests_that_use_legacy_apis(run):
@@ -337,7 +353,7 @@ def test_a_hanging_child_is_killed_at_its_timeout(run, pytester):
      "seconds, at most 86400"),
 ])
 def test_bad_child_timeout_is_a_usage_error(run, args, message):
-    result = run("def test_nothing():\n    pass\n", *args)
+    result = run("def test_nothing():\n    pass\n", *args, in_process=True)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{message}*"])
 
@@ -345,7 +361,7 @@ def test_bad_child_timeout_is_a_usage_error(run, args, message):
 def test_bad_num_hosts_variable_is_a_usage_error(run, monkeypatch):
     """Issue 33: the plugin ignored TPU_COMPAT_NUM_HOSTS=abc."""
     monkeypatch.setenv("TPU_COMPAT_NUM_HOSTS", "abc")
-    result = run("def test_nothing():\n    pass\n")
+    result = run("def test_nothing():\n    pass\n", in_process=True)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*TPU_COMPAT_NUM_HOSTS='abc' is not valid; expected a "
                                  "positive integer*"])
