@@ -202,6 +202,7 @@ class ForkServer:
     """One server process; its socket is :attr:`path`."""
 
     def __init__(self, env):
+        _compile_package()
         self.env = dict(env)
         self.directory = tempfile.mkdtemp(prefix="tpu_compat_fork_")  # mode 0700
         self.path = os.path.join(self.directory, SOCKET_NAME)
@@ -369,9 +370,10 @@ def _compile_package():
     With PYTHONDONTWRITEBYTECODE (CI's machine sets it) no process writes it,
     so every child compiled tpu_compat's ~150 modules from source again: 0.45 s
     of a forked ``tpu-compat run``'s 0.75 s of CPU (issue 32's CI budget).
-    Compiled here, not imported (children must not start with tpu_compat
-    loaded); every child and fresh process then reads it, as an installed
-    package's. compileall skips what is up to date.
+    Compiled by the client before its server starts, not in the server (its
+    children must start with nothing a fresh process lacks: neither tpu_compat
+    nor compileall loaded); every child and fresh process then reads it, as an
+    installed package's. compileall skips what is up to date.
     """
     import compileall  # pylint: disable=import-outside-toplevel
     compileall.compile_dir(os.path.join(REPO_ROOT, "tpu_compat"), quiet=2)
@@ -386,8 +388,6 @@ def _serve(path, siblings):
     listener.listen(64)
     os.rename(path + ".binding", path)
     os.makedirs(os.path.join(os.path.dirname(path), CHILDREN_DIR), exist_ok=True)
-    if siblings is not None:  # the first server; its siblings find it done
-        _compile_package()
     server_env = dict(os.environ)
     import numpy  # pylint: disable=import-outside-toplevel
     if _IMPORTS == "tensorflow":
