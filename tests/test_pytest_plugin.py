@@ -71,7 +71,9 @@ def run(pytester, monkeypatch):
         if in_process:
             saved = dict(os.environ)  # pytest_configure exports into os.environ
             try:
-                return pytester.runpytest_inprocess(*args)
+                # Under xdist, pytest-benchmark's warning that it is disabled
+                # would join this session's warnings summary.
+                return pytester.runpytest_inprocess("-p", "no:benchmark", *args)
             finally:
                 os.environ.clear()
                 os.environ.update(saved)
