@@ -1,6 +1,6 @@
 """The Iris Colab of TF 1.12 (tensorflow/tpu tools/colab/Classification_Iris_data_with_Keras.ipynb).
 
-usage: tpu-compat run --tf1 --replicas N keras_tpu_iris.py [--single_core]
+usage: tpu-compat run --tf1 --replicas N keras_tpu_iris.py
 
 Colab-style bring-up (``'grpc://' + os.environ['COLAB_TPU_ADDR']``), a tf.keras
 model compiled BEFORE the conversion with a ``tf.train`` optimizer,
@@ -64,8 +64,7 @@ tf.logging.set_verbosity(tf.logging.INFO)
 tpu_model = tf.contrib.tpu.keras_to_tpu_model(
     model,
     strategy=tf.contrib.tpu.TPUDistributionStrategy(
-        tf.contrib.cluster_resolver.TPUClusterResolver(TPU_WORKER),
-        using_single_core="--single_core" in sys.argv))
+        tf.contrib.cluster_resolver.TPUClusterResolver(TPU_WORKER)))
 tpu_model.summary()
 distributed = train(tpu_model)
 cpu_model = tpu_model.sync_to_cpu()
