@@ -18,9 +18,10 @@ PER_CORE = 4  # an input_fn's batch: keras_to_tpu_model gave each core one per s
 
 
 def data():
+    # Two global batches: each fit's epochs take two steps, each evaluation two.
     rng = np.random.RandomState(0)
-    x = rng.rand(64, 8).astype("float32")
-    y = tf.keras.utils.to_categorical(rng.randint(0, 3, 64), 3)
+    x = rng.rand(2 * BATCH, 8).astype("float32")
+    y = tf.keras.utils.to_categorical(rng.randint(0, 3, 2 * BATCH), 3)
     return x, y
 
 

@@ -77,9 +77,36 @@ result["load_weights_cpu"] = [w.tolist() for w in tpu_model.sync_to_cpu().get_we
 stateful = tf.keras.Sequential([tf.keras.layers.LSTM(
     2, stateful=True, batch_input_shape=(8, 3, 4))])
 result["stateful_cores"] = tf.contrib.tpu.keras_to_tpu_model(stateful, strategy=strategy).num_cores
-result["single_core_cores"] = tf.contrib.tpu.keras_to_tpu_model(
+# using_single_core=True on this 2-core TPU: one core trains, with one device's numbers,
+# on global batches of 17 (two cores would refuse them), checked against full-batch SGD
+# in numpy below.
+single_core = tf.contrib.tpu.keras_to_tpu_model(
     dense_model(), strategy=tf.contrib.tpu.TPUDistributionStrategy(
-        resolver, using_single_core=True)).num_cores
+        resolver, using_single_core=True))
+single_core.compile(optimizer=tf.train.GradientDescentOptimizer(0.1), loss="mse")
+rng = np.random.RandomState(7)
+start = [rng.randn(4, 2).astype(np.float32), rng.randn(2).astype(np.float32)]
+single_x, single_y = rng.randn(34, 4).astype(np.float32), rng.randn(34, 2).astype(np.float32)
+single_core.set_weights(start)
+single_history = single_core.fit(single_x, single_y, batch_size=17, epochs=2, shuffle=False,
+                                 verbose=0)
+result["single_core_cores"] = single_core.num_cores
+result["single_core_loss"] = [float(v) for v in single_history.history["loss"]]
+result["single_core_weights"] = [w.tolist() for w in single_core.get_weights()]
+kernel, bias = (w.astype(np.float64) for w in start)
+epoch_losses = []
+for _ in range(2):
+    losses = []
+    for first in (0, 17):
+        batch_x, batch_y = single_x[first:first + 17], single_y[first:first + 17]
+        error = batch_x.dot(kernel) + bias - batch_y
+        losses.append(np.mean(error ** 2))
+        # d mean((xW + b - y)^2) over the 17 x 2 outputs
+        kernel = kernel - 0.1 * batch_x.T.dot(error) * 2 / error.size
+        bias = bias - 0.1 * error.sum(axis=0) * 2 / error.size
+    epoch_losses.append(float(np.mean(losses)))
+result["single_core_reference_loss"] = epoch_losses
+result["single_core_reference_weights"] = [kernel.tolist(), bias.tolist()]
 result["cores"] = tpu_model.num_cores
 
 # An LSTM fitted on arrays whose last global batch is smaller (8 of 40 in batches of 16):
