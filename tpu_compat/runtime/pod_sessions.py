@@ -38,6 +38,7 @@ from tpu_compat._tf_internals import client_session as session_lib
 from tpu_compat.pod import session as pod_session
 from tpu_compat.runtime import backend as backend_lib
 from tpu_compat.runtime import resolver as resolver_lib
+from tpu_compat.runtime import session_placement
 
 __all__ = ["emulated_tpu_target", "route_pod_sessions", "without_booted_cluster"]
 
@@ -85,11 +86,17 @@ def emulated_tpu_target(target):
 def route_pod_sessions(changes):
     """``tf.compat.v1.Session`` (and InteractiveSession, through BaseSession)
     accepts the pod's own cluster_def on the emulated pod, and a session on the
-    emulated TPU's worker address is a local one."""
+    emulated TPU's worker address is a local one, which places only the subgraphs
+    it runs (session_placement.py)."""
     original = session_lib.BaseSession.__init__
 
     def __init__(self, target="", graph=None, config=None):
-        original(self, emulated_tpu_target(target), graph, without_booted_cluster(target, config))
+        local_target = emulated_tpu_target(target)
+        config = without_booted_cluster(target, config)
+        # A local session of the emulated TPU places only what it runs
+        # (session_placement.py: graph extensions cost the whole graph otherwise).
+        original(self, local_target, graph,
+                 session_placement.placing_run_subgraphs(local_target, config))
 
     __init__.__wrapped__ = original
     changes.replace(session_lib.BaseSession, "__init__", __init__)
