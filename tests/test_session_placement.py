@@ -39,6 +39,11 @@ def test_a_local_session_places_only_what_it_runs(installed):
         # The program's ConfigProto is left as it was (the session got a copy).
         assert not config.graph_options.place_pruned_graph
         assert not config.allow_soft_placement
+        # A session given no config keeps the context's: every emulated core.
+        with tf.compat.v1.Session() as session:
+            assert session.run(reachable) == 2.0
+            cores = [d.name for d in session.list_devices() if d.device_type == "CPU"]
+            assert len(cores) == 8, cores
 
 
 def test_a_session_outside_the_emulation_places_the_whole_graph(tpu8):

@@ -27,6 +27,7 @@ session (tests/test_session_placement.py).
 
 import tensorflow as tf
 
+from tpu_compat._tf_internals import eager_context
 from tpu_compat.runtime import backend as backend_lib
 
 __all__ = ["placing_run_subgraphs"]
@@ -42,7 +43,8 @@ def placing_run_subgraphs(target, config):
     if config is not None and config.graph_options.place_pruned_graph:
         return config
     copy = tf.compat.v1.ConfigProto()
-    if config is not None:
-        copy.CopyFrom(config)
+    # A session given no config takes the context's (BaseSession.__init__), which
+    # carries the emulated devices; an empty ConfigProto would see only CPU:0.
+    copy.CopyFrom(config if config is not None else eager_context.context().config)
     copy.graph_options.place_pruned_graph = True
     return copy
