@@ -1,7 +1,7 @@
 """Graph-mode sessions on the emulated TPU: what a graph's growth costs (issue 32).
 
 A local ``tf.compat.v1.Session`` of the emulated TPU places only the subgraphs it
-runs (runtime/session_placement.py), so a Session.run after the graph grew does not
+runs (runtime/pod_sessions.py, placing_run_subgraphs), so a Session.run after the graph grew does not
 re-place the whole graph; and a graph-mode Keras training step on the emulated TPU
 adds no op to the graph, so a long fit does not make each extension costlier.
 In process, on the 8-core emulated TPU.
