@@ -59,6 +59,9 @@ def test_a_session_outside_the_emulation_places_the_whole_graph(tpu8):
                 session.run(reachable)
 
 
+# About 6 s of CPU (an 8-replica graph-mode Keras model), over CI's 5 s per new test:
+# the local-session tests above are CI's; this one runs with the slow tests.
+@pytest.mark.slow
 def test_a_graph_mode_keras_step_adds_no_ops(installed):
     # TF 1.15's graph-mode TPU fit (one step per host call), on the emulated TPU:
     # after each step the graph has as many ops as after the first.
