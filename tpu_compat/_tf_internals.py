@@ -94,7 +94,8 @@ from tensorflow.python.framework import dtypes
 from tensorflow.python.framework import graph_io
 # get_registered_kernels_for_op: which dtypes a TPU kernel takes (fidelity.py); no public API.
 from tensorflow.python.framework import kernels
-# context / eager_mode: the host's address space for a kernel query (fidelity.py); no public API.
+# context / eager_mode: the host's address space for a kernel query (fidelity.py), and the
+# ConfigProto a Session given none takes (pod_sessions.py); no public API.
 from tensorflow.python.eager import context as eager_context
 # Function: the class of tf.function's result (isinstance, its jit_compile flag); no
 # public class.

@@ -147,7 +147,9 @@ PATCHES = (
                                   "does not matter: padding rows are zeros)"}),
     Patch("pod sessions", Call("tpu_compat.runtime.pod_sessions:route_pod_sessions"),
           "tf.compat.v1.Session on the emulated pod's master accepts the pod's own "
-          "cluster_def, as a Cloud TPU pod's did (runtime/pod_sessions)",
+          "cluster_def, as a Cloud TPU pod's did (runtime/pod_sessions); a local "
+          "session of the emulated TPU places only the subgraphs it runs "
+          "(runtime/pod_sessions)",
           targets=("session:BaseSession.__init__",)),
     Patch("tensorflow hooks",
           Call("tpu_compat.runtime.hooks:instrument_library", args=("tensorflow",)),
