@@ -45,10 +45,10 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-__all__ = ["CrossReplicaOptimizer", "InputPipelineConfig", "ModeKeys", "PredictOutput",
-           "RunConfig", "ServingInputReceiver", "SessionRunArgs", "SessionRunHook",
+__all__ = ["AsyncCheckpointSaverHook", "CrossReplicaOptimizer", "InputPipelineConfig", "ModeKeys",
+           "PredictOutput", "RunConfig", "ServingInputReceiver", "SessionRunArgs", "SessionRunHook",
            "TPUConfig", "TPUEstimatorSpec", "TPUStrategyEstimator", "bfloat16_scope",
-           "cross_replica_sum", "init_from_checkpoint", "layer_norm"]
+           "all_summary_ops", "checkpoints_iterator", "cross_replica_sum", "init_from_checkpoint", "layer_norm"]
 
 
 def _track_tf1_style_variables():
@@ -241,6 +241,67 @@ class _LoopHooks:
         with self._global_step_collection():
             for hook in self.hooks:
                 hook.end(self._session)
+
+
+class AsyncCheckpointSaverHook:
+    """tf.contrib.tpu's AsyncCheckpointSaverHook (TF 1.15
+    tensorflow/contrib/tpu/python/tpu/async_checkpoint.py): a CheckpointSaverHook
+    whose ``model.ckpt-N`` writes ran in a thread. Given to ``train`` (or as a
+    training hook) it sets the driver's own saving: every ``save_steps`` steps or
+    ``save_secs`` seconds, asked after each loop, none at step 0, the last step
+    always. Estimator added no saver of its own when a CheckpointSaverHook was
+    among the hooks (tensorflow_estimator r1.15 estimator.py,
+    _train_with_estimator_spec), so this schedule replaces RunConfig's. The driver
+    writes each checkpoint in the step, so none is skipped while an earlier
+    one is still being written (the thread's only other effect)."""
+
+    def __init__(self, checkpoint_dir, save_secs=None, save_steps=None, saver=None,
+                 checkpoint_basename="model.ckpt", scaffold=None, listeners=None):
+        # SecondOrStepTimer's rule (TF 1.15 basic_session_run_hooks.py).
+        if (save_secs is None) == (save_steps is None):
+            raise ValueError(f"AsyncCheckpointSaverHook: exactly one of save_secs and "
+                             f"save_steps must be given, got save_secs={save_secs!r}, "
+                             f"save_steps={save_steps!r}")
+        for name, value in (("saver", saver), ("scaffold", scaffold)):
+            if value is not None:
+                _refuse(f"AsyncCheckpointSaverHook.{name}", value,
+                        "the driver saves its variables by their TF 1 names itself")
+        if listeners:
+            _refuse("AsyncCheckpointSaverHook.listeners", listeners,
+                    "CheckpointSaverListeners run around the Saver of a TF 1 session")
+        if checkpoint_basename != "model.ckpt":
+            _refuse("AsyncCheckpointSaverHook.checkpoint_basename", checkpoint_basename,
+                    "the driver restores model.ckpt-N from model_dir")
+        self.checkpoint_dir = checkpoint_dir
+        self.save_secs, self.save_steps = save_secs, save_steps
+
+    def schedule(self, model_dir):
+        """(save every N steps, save every N seconds) for a run in ``model_dir``."""
+        if os.path.abspath(self.checkpoint_dir) != os.path.abspath(model_dir):
+            _refuse("AsyncCheckpointSaverHook.checkpoint_dir", self.checkpoint_dir,
+                    f"the driver saves and restores model_dir ({model_dir!r})")
+        return self.save_steps, self.save_secs
+
+
+def _checkpoint_schedule(hooks, config, model_dir):
+    """(hooks left, save every N steps, every N seconds): an AsyncCheckpointSaverHook's
+    schedule when one is among ``hooks``, else RunConfig's."""
+    savers = [hook for hook in hooks if isinstance(hook, AsyncCheckpointSaverHook)]
+    if len(savers) > 1:
+        _refuse("TPUEstimator.train hooks", savers, "one checkpoint saver writes model_dir")
+    rest = [hook for hook in hooks if not isinstance(hook, AsyncCheckpointSaverHook)]
+    if savers:
+        return (rest, *savers[0].schedule(model_dir))
+    return rest, config.save_checkpoints_steps, config.save_checkpoints_secs
+
+
+# contrib.training's evaluation.checkpoints_iterator (a TPU trainer's eval mode, waiting
+# for each new checkpoint): the same function TF 1.15 kept in core (checkpoint_utils.py).
+checkpoints_iterator = tf.compat.v1.train.checkpoints_iterator
+
+# contrib.summary's all_summary_ops (a host_call's return): TF 1.15's summary_ops_v2 had
+# it as the graph's summary ops, None when eager, as all_v2_summary_ops is.
+all_summary_ops = tf.compat.v1.summary.all_v2_summary_ops
 
 
 class ServingInputReceiver:
@@ -808,7 +869,10 @@ class TPUStrategyEstimator:
         build = tf.function(lambda batch: strategy.run(replica_step, args=(batch,)))
         with strategy.scope(), state.recording():   # creates the variables, runs nothing
             build.get_concrete_function(iterator.element_spec)
-        hooks = _LoopHooks(list(hooks or []) + spec_hooks[0], state.global_step)
+        given = list(hooks or []) + spec_hooks[0]
+        program_hooks, save_every, save_secs = _checkpoint_schedule(
+            given, self.config, self.model_dir)
+        hooks = _LoopHooks(program_hooks, state.global_step)
         saver = self._saver()
         self._restore_or_warm_start()
 
@@ -830,17 +894,15 @@ class TPUStrategyEstimator:
         step = int(state.global_step.numpy())
         last = max_steps if max_steps is not None else step + steps
         per_loop = self.config.tpu_config.iterations_per_loop
-        if hooks.hooks and not self._use_tpu:
+        if given and not self._use_tpu:
             # TPUEstimator on the CPU ran each step as its own Session.run (its
             # _convert_train_steps_to_hooks), so hooks saw every step.
             per_loop = 1
         log_every = self.config.log_step_count_steps
         log_loops = -(-log_every // per_loop) if log_every else 0
-        save_every = self.config.save_checkpoints_steps
-        # save_checkpoints_secs: CheckpointSaverHook's SecondOrStepTimer, asked after
-        # each Session.run, which under TPUEstimator is one loop of iterations_per_loop
+        # save_secs: CheckpointSaverHook's SecondOrStepTimer, asked after each
+        # Session.run, which under TPUEstimator is one loop of iterations_per_loop
         # steps (basic_session_run_hooks.py, TF 1.15).
-        save_secs = self.config.save_checkpoints_secs
         saved_at, saved_time = step, time.monotonic()
         loops = 0
         hooks.begin()
