@@ -1,0 +1,134 @@
+"""Issue 36: the tf.contrib imports of a TF 1.13 TPU trainer (tensorflow/tpu's
+resnet_main.py at ed449e1, the field runner's tpu-resnet-contrib) under
+``upgrade --estimator-to-tf2``. Before: a TPC100 TODO on each, and the strict run
+stopped at the first.
+
+* ``async_checkpoint.AsyncCheckpointSaverHook`` is the driver's: its save_steps /
+  save_secs are the driver's checkpoint schedule (no step-0 save, the last step
+  always), replacing RunConfig's, as Estimator added no saver when a
+  CheckpointSaverHook was given;
+* ``evaluation.checkpoints_iterator`` is TF core's;
+* ``contrib.summary`` in ``host_call`` is ``tf.compat.v2.summary``
+  (``always_record_summaries()`` -> ``record_if(True)``, ``all_summary_ops()`` ->
+  ``all_v2_summary_ops()``), unless a use has no TF 2 form (``family``).
+The imports whose names all became the driver's are removed."""
+
+import os
+
+import pytest
+
+from tpu_compat.migrate.estimator import to_tf2
+
+V1 = "import tensorflow.compat.v1 as tf\n"
+ESTIMATOR = "e = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, use_tpu=True)\n"
+# resnet_main.py's imports and uses, as written in 2019
+RESNET_2019 = (
+    V1 + "from tensorflow.contrib import summary\n"
+    "from tensorflow.contrib.tpu.python.tpu import async_checkpoint\n"
+    "from tensorflow.contrib.training.python.training import evaluation\n"
+    "def host_call_fn(gs, loss):\n"
+    "  with summary.create_file_writer('d', max_queue=2).as_default():\n"
+    "    with summary.always_record_summaries():\n"
+    "      summary.scalar('loss', loss[0], step=gs)\n"
+    "      return summary.all_summary_ops()\n"
+    + ESTIMATOR +
+    "hooks = [async_checkpoint.AsyncCheckpointSaverHook(checkpoint_dir='m', save_steps=100)]\n"
+    "for ckpt in evaluation.checkpoints_iterator('m', timeout=5):\n"
+    "  pass\n")
+
+
+def test_resnet_2019_contrib_imports_become_tf2_and_the_drivers():
+    migrated = to_tf2.migrate_text(RESNET_2019)
+    removed = "# tpu_compat: `from tensorflow.contrib.{} import {}` removed (upgrade " \
+              "--estimator-to-tf2): its names are tpu_estimator_tf2's\npass\n"
+    assert migrated.text == (
+        V1 + "from tensorflow.compat.v2 import summary\n"
+        "import tpu_estimator_tf2\n"
+        + removed.format("tpu.python.tpu", "async_checkpoint")
+        + removed.format("training.python.training", "evaluation")
+        + "def host_call_fn(gs, loss):\n"
+        "  with summary.create_file_writer('d', max_queue=2).as_default():\n"
+        "    with summary.record_if(True):\n"
+        "      summary.scalar('loss', loss[0], step=gs)\n"
+        "      return tpu_estimator_tf2.all_summary_ops()\n"
+        "e = tpu_estimator_tf2.TPUStrategyEstimator(model_fn=model_fn, use_tpu=True)\n"
+        "hooks = [tpu_estimator_tf2.AsyncCheckpointSaverHook(checkpoint_dir='m', "
+        "save_steps=100)]\n"
+        "for ckpt in tpu_estimator_tf2.checkpoints_iterator('m', timeout=5):\n"
+        "  pass\n")
+    assert not any(note.todo for note in migrated.notes)
+    assert {note.rule for note in migrated.notes} >= {"TPC100", "TPC111", "TPC120", "TPC121"}
+
+
+@pytest.mark.parametrize("use", [
+    "summary.scalar('loss', l, 'family', step=gs)",     # contrib's 3rd positional: family
+    "summary.scalar('loss', l, family='f', step=gs)",
+    "summary.image('x', l, step=gs)",                   # no same-argument TF 2 form
+    "writer = summary",                                 # the module itself, passed on
+])
+def test_contrib_summary_uses_without_a_tf2_form_keep_the_import(use):
+    source = V1 + "from tensorflow.contrib import summary\n" + use + "\n" + ESTIMATOR
+    text = to_tf2.migrate_text(source).text
+    assert "from tensorflow.contrib import summary\n" in text and use in text
+
+
+def test_an_import_still_used_is_kept():
+    """A name of the module the driver does not serve keeps the import (and its TODO)."""
+    source = (V1 + "from tensorflow.contrib.training.python.training import evaluation\n"
+              "evaluation.evaluate_repeatedly('m')\n" + ESTIMATOR)
+    assert "from tensorflow.contrib.training.python.training import evaluation\n" in (
+        to_tf2.migrate_text(source).text)
+
+
+def _train(model_dir, hooks, max_steps):
+    """A one-variable model_fn trained on the CPU to ``max_steps``; the checkpoints saved."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+
+    def model_fn(features, labels, mode, params):
+        w = tf.compat.v1.get_variable("w", [], initializer=tf.compat.v1.zeros_initializer())
+        loss = tf.reduce_mean(features) * (w - 1.0)
+        train_op = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(
+            loss, global_step=tf.compat.v1.train.get_global_step())
+        return estimator_tf2.TPUEstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    config = estimator_tf2.RunConfig(model_dir=str(model_dir),
+                                     tpu_config=estimator_tf2.TPUConfig(iterations_per_loop=2))
+    estimator = estimator_tf2.TPUStrategyEstimator(model_fn, config=config, train_batch_size=8,
+                                                   use_tpu=False)
+    estimator.train(lambda params: tf.data.Dataset.from_tensors(tf.ones([8])).repeat(),
+                    hooks=hooks, max_steps=max_steps)
+    state = tf.train.get_checkpoint_state(str(model_dir))
+    return [os.path.basename(path) for path in state.all_model_checkpoint_paths]
+
+
+@pytest.mark.requires_tf
+def test_async_checkpoint_saver_hook_is_the_drivers_schedule(tmp_path, tpu8):
+    """save_steps=3 to step 7 on the CPU (a Session.run a step): checkpoints at 3, 6 and
+    the last step 7, none at step 0 (async_checkpoint.py, TF 1.15: `_save` skips step 0;
+    `end` saves the last step); RunConfig's default (600 s) alone would save only step 7."""
+    del tpu8
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    hook = estimator_tf2.AsyncCheckpointSaverHook(checkpoint_dir=str(tmp_path / "m"),
+                                                  save_steps=3)
+    assert _train(tmp_path / "m", [hook], 7) == ["model.ckpt-3", "model.ckpt-6", "model.ckpt-7"]
+    assert hook.schedule(str(tmp_path / "m" / ".")) == (3, None)
+    with pytest.raises(NotImplementedError, match=r"checkpoint_dir=.* is not migrated: the "
+                                                  r"driver saves and restores model_dir"):
+        hook.schedule(str(tmp_path / "elsewhere"))
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({}, ValueError, "exactly one of save_secs and save_steps"),
+    ({"save_secs": 1, "save_steps": 1}, ValueError, "exactly one of save_secs and save_steps"),
+    ({"save_steps": 1, "listeners": ["l"]}, NotImplementedError,
+     r"AsyncCheckpointSaverHook.listeners=\['l'\] is not migrated"),
+    ({"save_steps": 1, "checkpoint_basename": "x.ckpt"}, NotImplementedError,
+     "AsyncCheckpointSaverHook.checkpoint_basename='x.ckpt' is not migrated"),
+])
+@pytest.mark.requires_tf
+def test_async_checkpoint_saver_hook_bad_arguments(kwargs, error, match, tpu8):
+    del tpu8
+    from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
+    with pytest.raises(error, match=match):
+        estimator_tf2.AsyncCheckpointSaverHook("m", **kwargs)
