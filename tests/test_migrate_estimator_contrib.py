@@ -132,3 +132,45 @@ def test_async_checkpoint_saver_hook_bad_arguments(kwargs, error, match, tpu8):
     from tpu_compat.migrate.estimator import estimator_tf2  # pylint: disable=import-outside-toplevel
     with pytest.raises(error, match=match):
         estimator_tf2.AsyncCheckpointSaverHook("m", **kwargs)
+
+
+def test_estimator_spec_of_model_fn_is_the_drivers():
+    """resnet_main.py's PREDICT branch returns tf.estimator.EstimatorSpec (for its CPU
+    export): the driver's EstimatorSpec, no TODO (before: a TPC076 TODO)."""
+    source = (V1 + "def model_fn(features, labels, mode, params):\n"
+              "  return tf.estimator.EstimatorSpec(mode=mode, predictions={'p': features})\n"
+              + ESTIMATOR)
+    migrated = to_tf2.migrate_text(source)
+    assert "  return tpu_estimator_tf2.EstimatorSpec(mode=mode, predictions={'p': features})\n" \
+        in migrated.text
+    assert [(n.rule, n.todo) for n in migrated.notes if n.line == 3] == [("TPC076", "")]
+
+
+@pytest.mark.requires_tf
+def test_estimator_spec_where_tpu_estimator_took_it(tpu8, tmp_path):
+    """TPUEstimator (r1.15 tpu_estimator.py) took an EstimatorSpec on the CPU and in TPU
+    training, refused it in TPU evaluation and prediction, and refused
+    training_chief_hooks; the driver does the same, and refuses eval_metric_ops by name."""
+    del tpu8
+    from tpu_compat.migrate.estimator import estimator_tf2 as driver  # pylint: disable=import-outside-toplevel
+
+    def model_fn(features, labels, mode, params):
+        return driver.EstimatorSpec(mode, predictions={"p": features})
+
+    def call(use_tpu, mode):
+        estimator = driver.TPUStrategyEstimator(
+            model_fn, model_dir=str(tmp_path), use_tpu=use_tpu, train_batch_size=8,
+            eval_batch_size=8, predict_batch_size=8)
+        return estimator._call_model_fn(1.0, None, mode, 1)  # pylint: disable=protected-access
+
+    assert call(False, driver.ModeKeys.PREDICT).predictions == {"p": 1.0}
+    assert call(True, driver.ModeKeys.TRAIN).predictions == {"p": 1.0}
+    for mode, what in ((driver.ModeKeys.PREDICT, "prediction"), (driver.ModeKeys.EVAL, "evaluation")):
+        with pytest.raises(RuntimeError, match=f"estimator_spec used by TPU {what} must have type "
+                                               f"`TPUEstimatorSpec`"):
+            call(True, mode)
+    with pytest.raises(ValueError, match="training_chief_hooks returned by EstimatorSpec"):
+        driver.EstimatorSpec("train", training_chief_hooks=["h"])
+    with pytest.raises(NotImplementedError,
+                       match=r"EstimatorSpec.eval_metric_ops=\['acc'\] is not migrated"):
+        driver.EstimatorSpec("eval", eval_metric_ops={"acc": None})

@@ -26,7 +26,7 @@ from libcst import metadata
 
 from tpu_compat.migrate.analysis import dotted as _dotted
 
-__all__ = ["DropServedImports", "SummaryForTF2", "SERVED_MODULES"]
+__all__ = ["DropServedImports", "RENAMES", "SERVED_MODULES", "SummaryForTF2"]
 
 _CONTRIB_SUMMARY = "tensorflow.contrib.summary"
 # contrib.summary's names with a TF 2 form: the most positional arguments whose meaning
@@ -39,6 +39,15 @@ _SUMMARY_IMPORT = ("--estimator-to-tf2: contrib.summary is tf.compat.v2.summary 
                    "(host_call runs in TF 2 under the driver)")
 _ALWAYS_RECORD = "--estimator-to-tf2: contrib.summary.always_record_summaries() is record_if(True)"
 
+# The names to_tf2 points at the driver: AsyncCheckpointSaverHook sets the driver's
+# checkpoint saving; checkpoints_iterator is TF 1.15 core's.
+RENAMES = {
+    "tensorflow.contrib.tpu.python.tpu.async_checkpoint.AsyncCheckpointSaverHook": (
+        "AsyncCheckpointSaverHook", "TPC100"),
+    "tensorflow.contrib.training.python.training.evaluation.checkpoints_iterator": (
+        "checkpoints_iterator", "TPC111"),
+    "tensorflow.contrib.training.checkpoints_iterator": ("checkpoints_iterator", "TPC111"),
+}
 # contrib modules all of whose names a program uses are the driver's.
 SERVED_MODULES = ("tensorflow.contrib.tpu.python.tpu.async_checkpoint",
                   "tensorflow.contrib.training.python.training.evaluation")

@@ -45,8 +45,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-__all__ = ["AsyncCheckpointSaverHook", "CrossReplicaOptimizer", "InputPipelineConfig", "ModeKeys",
-           "PredictOutput", "RunConfig", "ServingInputReceiver", "SessionRunArgs", "SessionRunHook",
+__all__ = ["AsyncCheckpointSaverHook", "CrossReplicaOptimizer", "EstimatorSpec",
+           "InputPipelineConfig", "ModeKeys", "PredictOutput", "RunConfig", "ServingInputReceiver", "SessionRunArgs", "SessionRunHook",
            "TPUConfig", "TPUEstimatorSpec", "TPUStrategyEstimator", "bfloat16_scope",
            "all_summary_ops", "checkpoints_iterator", "cross_replica_sum", "init_from_checkpoint", "layer_norm"]
 
@@ -164,6 +164,32 @@ class TPUEstimatorSpec:
         self.host_call = host_call
         self.training_hooks = list(training_hooks or [])
         self.evaluation_hooks = list(evaluation_hooks or [])
+
+
+class EstimatorSpec(TPUEstimatorSpec):
+    """tf.estimator.EstimatorSpec returned by a TPUEstimator's model_fn (tensorflow/tpu's
+    resnet_main.py in PREDICT, for its CPU export). TPUEstimator took it on the CPU, in
+    export and in TPU training, and refused it in TPU evaluation and prediction
+    (tensorflow_estimator r1.15 tpu_estimator.py: _verify_estimator_spec,
+    eval_step, predict_step): the driver does the same (``_call_model_fn``)."""
+
+    def __init__(self, mode, predictions=None, loss=None, train_op=None, eval_metric_ops=None,
+                 export_outputs=None, training_chief_hooks=None, training_hooks=None,
+                 scaffold=None, evaluation_hooks=None, prediction_hooks=None):
+        if training_chief_hooks:
+            raise ValueError("training_chief_hooks returned by EstimatorSpec is not supported "
+                             "in TPUEstimator. If you want to pass training hooks, please "
+                             "pass via training_hooks.")
+        if eval_metric_ops:
+            _refuse("EstimatorSpec.eval_metric_ops", sorted(eval_metric_ops),
+                    "metric update ops run in a TF 1 session; return "
+                    "TPUEstimatorSpec(eval_metrics=(metric_fn, tensors))")
+        if scaffold is not None:
+            logging.warning("EstimatorSpec.Scaffold is ignored by TPU train/eval. "
+                            "Please use TPUEstimatorSpec.")
+        super().__init__(mode, predictions=predictions, loss=loss, train_op=train_op,
+                         export_outputs=export_outputs, training_hooks=training_hooks,
+                         evaluation_hooks=evaluation_hooks, prediction_hooks=prediction_hooks)
 
 
 # A program's own hook classes subclass these (tf.estimator's were the same classes).
@@ -805,6 +831,10 @@ class TPUStrategyEstimator:
         if not isinstance(spec, TPUEstimatorSpec):
             raise TypeError(f"model_fn must return a TPUEstimatorSpec in mode {mode!r}, "
                             f"given: {type(spec).__name__}")
+        if isinstance(spec, EstimatorSpec) and self._use_tpu and mode != ModeKeys.TRAIN:
+            what = "evaluation" if mode == ModeKeys.EVAL else "prediction"
+            raise RuntimeError(f"estimator_spec used by TPU {what} must have type "
+                               f"`TPUEstimatorSpec`. Got {type(spec)}")
         if spec.scaffold_fn is not None:
             # TPUEstimator called scaffold_fn on the host after model_fn; its
             # init_from_checkpoint calls (this module's) are recorded, not run.

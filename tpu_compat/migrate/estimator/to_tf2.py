@@ -87,14 +87,12 @@ _RENAMES.update({f"tensorflow.{p}tpu.bfloat16_scope": ("bfloat16_scope", "TPC048
 # The replica context's all_reduce (group_assignment kept): the same sum.
 _RENAMES.update({f"tensorflow.{p}tpu.cross_replica_sum": ("cross_replica_sum", "TPC042")
                  for p in ("", "compat.v1.", "contrib.")})
-# The contrib modules the driver serves (contrib_tf2): AsyncCheckpointSaverHook sets the
-# driver's checkpoint saving; checkpoints_iterator is TF 1.15 core's.
+# The contrib names the driver serves (contrib_tf2), and model_fn's EstimatorSpec, which
+# the driver takes where TPUEstimator did.
+_RENAMES.update(contrib_tf2.RENAMES)
 _RENAMES.update({
-    "tensorflow.contrib.tpu.python.tpu.async_checkpoint.AsyncCheckpointSaverHook": (
-        "AsyncCheckpointSaverHook", "TPC100"),
-    "tensorflow.contrib.training.python.training.evaluation.checkpoints_iterator": (
-        "checkpoints_iterator", "TPC111"),
-    "tensorflow.contrib.training.checkpoints_iterator": ("checkpoints_iterator", "TPC111"),
+    "tensorflow.estimator.EstimatorSpec": ("EstimatorSpec", "TPC076"),
+    "tensorflow.compat.v1.estimator.EstimatorSpec": ("EstimatorSpec", "TPC076"),
 })
 
 # A program's switch to graph mode for the whole process. TPUEstimator built model_fn's
