@@ -12,6 +12,9 @@ strict run stops at the import.
   same change to resnet_main.py in 2020 (``tf2.summary``, ``record_if(True)``).
   Rewritten only when every use is one of those (no ``family``, contrib's third
   positional argument, which TF 2's functions do not have).
+* a contrib import in a ``try`` with ``except ImportError`` (a path the program
+  itself marks "not supported in TensorFlow 2.x"): ``raise ImportError(...)``, as TF 2
+  raises there, so the program's handler runs (:class:`ContribForTF2`).
 * ``from tensorflow.contrib.tpu.python.tpu import async_checkpoint`` and
   ``from tensorflow.contrib.training.python.training import evaluation``: their
   names (AsyncCheckpointSaverHook, checkpoints_iterator) are the driver's
@@ -26,7 +29,7 @@ from libcst import metadata
 
 from tpu_compat.migrate.analysis import dotted as _dotted
 
-__all__ = ["DropServedImports", "RENAMES", "SERVED_MODULES", "SummaryForTF2"]
+__all__ = ["DropServedImports", "RENAMES", "SERVED_MODULES", "ContribForTF2"]
 
 _CONTRIB_SUMMARY = "tensorflow.contrib.summary"
 # contrib.summary's names with a TF 2 form: the most positional arguments whose meaning
@@ -48,6 +51,11 @@ RENAMES = {
         "checkpoints_iterator", "TPC111"),
     "tensorflow.contrib.training.checkpoints_iterator": ("checkpoints_iterator", "TPC111"),
 }
+_GUARDED_IMPORT = ("--estimator-to-tf2: a tensorflow.contrib import under `except ImportError` "
+                   "raises the ImportError TF 2 raises (the program's own handler runs)")
+_TF2_IMPORT_ERROR = ("No module named 'tensorflow.contrib' ({module}: TF 2 has no tf.contrib; "
+                     "upgrade --estimator-to-tf2)")
+
 # contrib modules all of whose names a program uses are the driver's.
 SERVED_MODULES = ("tensorflow.contrib.tpu.python.tpu.async_checkpoint",
                   "tensorflow.contrib.training.python.training.evaluation")
@@ -102,9 +110,45 @@ class _SummaryUses(cst.CSTVisitor):
             self.supported = False
 
 
-class SummaryForTF2(cst.CSTTransformer):
-    """The summary rewrite; ``notes``: (line, column, rule, what), input positions
-    (each rewrite stays on its line)."""
+def _catches_import_error(handler):
+    """Whether ``except ...`` catches the ImportError of a missing module."""
+    kind = handler.type
+    kinds = [element.value for element in kind.elements] if isinstance(kind, cst.Tuple) else [kind]
+    return kind is None or any(_dotted(k) in _IMPORT_ERRORS for k in kinds)
+
+
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+
+
+def _contrib_import(statement):
+    """The contrib module a one-import line imports (not one the driver serves), or None."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    node = statement.body[0]
+    if isinstance(node, cst.ImportFrom) and node.module is not None and not node.relative:
+        module = _dotted(node.module)
+        names = [_dotted(a.name) for a in node.names] if isinstance(node.names, (list, tuple)) \
+            else []
+    elif isinstance(node, cst.Import) and len(node.names) == 1:
+        module, names = _dotted(node.names[0].name), []
+    else:
+        return None
+    if module != "tensorflow.contrib" and not module.startswith("tensorflow.contrib."):
+        return None
+    if any(f"{module}.{name}" in SERVED_MODULES for name in names):
+        return None
+    return f"{module}.{names[0]}" if module == "tensorflow.contrib" and len(names) == 1 \
+        else module
+
+
+class ContribForTF2(cst.CSTTransformer):
+    """The summary rewrite, and each contrib import a ``try`` guards with ``except
+    ImportError`` made the ImportError TF 2 raises there (mnasnet_main.py's
+    ``from tensorflow.contrib import quantize``, the trainers' ``contrib.cloud``
+    BigtableClient: their handlers log "not supported in TensorFlow 2.x" and re-raise;
+    under tpu_compat's run the import would succeed or stop a strict run instead).
+    ``notes``: (line, column, rule, what), input positions (each rewrite stays on its
+    line)."""
 
     METADATA_DEPENDENCIES = (metadata.QualifiedNameProvider, metadata.PositionProvider)
 
@@ -121,6 +165,20 @@ class SummaryForTF2(cst.CSTTransformer):
     def _note(self, node, rule, what):
         position = self.get_metadata(metadata.PositionProvider, node)
         self.notes.append((position.start.line, position.start.column + 1, rule, what))
+
+    def leave_Try(self, original, updated):
+        if not any(_catches_import_error(handler) for handler in original.handlers):
+            return updated
+        body = list(updated.body.body)
+        for index, statement in enumerate(original.body.body):
+            module = _contrib_import(statement)
+            if module is None:
+                continue
+            self._note(statement, "TPC100", _GUARDED_IMPORT)
+            body[index] = cst.parse_statement(
+                f"raise ImportError({_TF2_IMPORT_ERROR.format(module=module)!r})\n").with_changes(
+                    leading_lines=body[index].leading_lines)
+        return updated.with_changes(body=updated.body.with_changes(body=body))
 
     def leave_ImportFrom(self, original, updated):
         module = _dotted(original.module) if original.module is not None else None

@@ -305,8 +305,8 @@ def migrate_text(text: str, helper: bool = False) -> Migrated:
     its names are pointed at the driver too."""
     keras = keras_tf2.KerasForTF2()     # in-line rewrites: the lines stay where they were
     module = metadata.MetadataWrapper(cst.parse_module(text)).visit(keras)
-    summary = contrib_tf2.SummaryForTF2()
-    module = metadata.MetadataWrapper(module).visit(summary)
+    contrib = contrib_tf2.ContribForTF2()
+    module = metadata.MetadataWrapper(module).visit(contrib)
     wrapper = metadata.MetadataWrapper(module)
     migrator = _Migrator()
     migrated = wrapper.visit(migrator)
@@ -316,7 +316,7 @@ def migrate_text(text: str, helper: bool = False) -> Migrated:
     served = contrib_tf2.DropServedImports()
     migrated = migrated.visit(served).visit(_AddImport())
     notes = [Note(line, column, rule, what=what)
-             for line, column, rule, what in keras.notes + summary.notes]
+             for line, column, rule, what in keras.notes + contrib.notes]
     return Migrated(migrated.code, sorted(migrator.notes + migrator.switches + notes,
                                           key=lambda n: (n.line, n.column)))
 
