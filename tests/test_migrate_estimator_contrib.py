@@ -199,3 +199,15 @@ def test_a_contrib_import_guarded_by_import_error_raises_it_as_tf2_does():
     assert [(n.line, n.rule) for n in migrated.notes if n.rule == "TPC100"] == [(4, "TPC100")]
     with pytest.raises(ImportError, match="tensorflow.contrib.quantize: TF 2 has no tf.contrib"):
         exec(migrated.text.split("\n")[4].strip())      # pylint: disable=exec-used
+
+
+def test_a_module_of_the_program_with_only_a_guarded_import():
+    """imagenet_input.py (no estimator names): as a module of the program (``helper``)
+    its guarded contrib.cloud import is rewritten, with no driver import it would not use."""
+    source = ("def make_source_dataset():\n  try:\n"
+              "    from tensorflow.contrib.cloud import BigtableClient\n"
+              "  except ImportError as e:\n    raise e\n")
+    assert to_tf2.migrate_text(source).text == source          # not a module of the program
+    text = to_tf2.migrate_text(source, helper=True).text
+    assert "raise ImportError(\"No module named 'tensorflow.contrib' (tensorflow.contrib.cloud:" \
+        in text and "tpu_estimator_tf2" not in text

@@ -311,10 +311,12 @@ def migrate_text(text: str, helper: bool = False) -> Migrated:
     migrator = _Migrator()
     migrated = wrapper.visit(migrator)
     renamed = [note for note in migrator.notes if not note.todo]
-    if not any(note.rule == "TPC070" for note in renamed) and not (helper and renamed):
+    if not any(note.rule == "TPC070" for note in renamed) and not (
+            helper and (renamed or contrib.notes)):
         return Migrated(text, [])
-    served = contrib_tf2.DropServedImports()
-    migrated = migrated.visit(served).visit(_AddImport())
+    migrated = migrated.visit(contrib_tf2.DropServedImports())
+    if f"{DRIVER_MODULE}." in migrated.code:     # not for a guarded import's rewrite alone
+        migrated = migrated.visit(_AddImport())
     notes = [Note(line, column, rule, what=what)
              for line, column, rule, what in keras.notes + contrib.notes]
     return Migrated(migrated.code, sorted(migrator.notes + migrator.switches + notes,
