@@ -211,3 +211,58 @@ def test_a_module_of_the_program_with_only_a_guarded_import():
     text = to_tf2.migrate_text(source, helper=True).text
     assert "raise ImportError(\"No module named 'tensorflow.contrib' (tensorflow.contrib.cloud:" \
         in text and "tpu_estimator_tf2" not in text
+
+
+AUTOAUGMENT = ("import tensorflow.compat.v1 as tf\n"
+               "from tensorflow.contrib import image as contrib_image\n"
+               "from tensorflow.contrib import training as contrib_training\n"
+               "def rotate(image, radians):\n"
+               "  return contrib_image.rotate(image, radians)\n"
+               "def translate_x(image, pixels):\n"
+               "  return contrib_image.translate(image, [-pixels, 0])\n"
+               "def shear_x(image, level):\n"
+               "  return contrib_image.transform(image, [1., level, 0., 0., 1., 0., 0., 0.])\n"
+               "hparams = contrib_training.HParams(cutout_const=100, translate_const=250)\n")
+
+
+def test_autoaugment_contrib_image_and_hparams_are_the_drivers():
+    """EfficientNet's autoaugment.py (a module of the program): contrib.image's
+    transform/rotate/translate and contrib.training.HParams become the driver's and
+    both contrib imports go (before: 2 TPC100 and 2 TPC068 TODOs)."""
+    text = to_tf2.migrate_text(AUTOAUGMENT, helper=True).text
+    for call in ("tpu_estimator_tf2.image_rotate(image, radians)",
+                 "tpu_estimator_tf2.image_translate(image, [-pixels, 0])",
+                 "tpu_estimator_tf2.image_transform(image, [1., level, 0.",
+                 "tpu_estimator_tf2.HParams(cutout_const=100, translate_const=250)"):
+        assert call in text
+    assert "\nfrom tensorflow.contrib" not in text and "import tpu_estimator_tf2\n" in text
+    assert "# tpu_compat: `from tensorflow.contrib import image` removed" in text
+
+
+@pytest.mark.requires_tf
+def test_contrib_image_ops_and_hparams_in_the_driver(tpu8):
+    """TF 1.15 contrib/image/python/ops/image_ops.py: rotate is counterclockwise about
+    the center, translate moves by [dx, dy], transform maps output to input pixels;
+    the empty space is 0 (NEAREST). HParams: the keyword values, read as attributes."""
+    del tpu8
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    from tpu_compat.migrate.estimator import estimator_tf2 as driver  # pylint: disable=import-outside-toplevel
+    image = np.arange(1, 13, dtype=np.uint8).reshape(3, 4)[:, :3].reshape(3, 3, 1)
+    np.testing.assert_array_equal(driver.image_rotate(image, np.pi / 2).numpy(),
+                                  np.rot90(image, 1))
+    shifted = np.zeros_like(image)
+    shifted[:, 1:] = image[:, :-1]
+    np.testing.assert_array_equal(driver.image_translate(image, [1, 0]).numpy(), shifted)
+    np.testing.assert_array_equal(driver.image_translate(image[None], [[1, 0]]).numpy(),
+                                  shifted[None])
+    sheared = driver.image_transform(image[:, :, 0], [1., 1., 0., 0., 1., 0., 0., 0.]).numpy()
+    expected = np.zeros((3, 3), np.uint8)      # output (x, y) reads input (x + y, y)
+    for y in range(3):
+        for x in range(3 - y):
+            expected[y, x] = image[y, x + y, 0]
+    np.testing.assert_array_equal(sheared, expected)
+    hparams = driver.HParams(cutout_const=100, translate_const=250)
+    assert (hparams.cutout_const, hparams.values()) == (
+        100, {"cutout_const": 100, "translate_const": 250})
+    with pytest.raises(TypeError, match="rank 2, 3 or 4, given rank 1"):
+        driver.image_rotate(np.zeros(3), 1.0)

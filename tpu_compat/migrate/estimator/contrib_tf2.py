@@ -17,7 +17,9 @@ strict run stops at the import.
   raises there, so the program's handler runs (:class:`ContribForTF2`).
 * ``from tensorflow.contrib.tpu.python.tpu import async_checkpoint`` and
   ``from tensorflow.contrib.training.python.training import evaluation``: their
-  names (AsyncCheckpointSaverHook, checkpoints_iterator) are the driver's
+  names (AsyncCheckpointSaverHook, checkpoints_iterator) are the driver's, as are
+  AutoAugment's ``contrib.image`` transform/rotate/translate and
+  ``contrib.training.HParams`` (keyword values read as attributes)
   (to_tf2's renames); :class:`DropServedImports` then removes an import none of
   whose names is still used.
 """
@@ -50,6 +52,10 @@ RENAMES = {
     "tensorflow.contrib.training.python.training.evaluation.checkpoints_iterator": (
         "checkpoints_iterator", "TPC111"),
     "tensorflow.contrib.training.checkpoints_iterator": ("checkpoints_iterator", "TPC111"),
+    # AutoAugment's (autoaugment.py of the TPU trainers): its image ops and HParams
+    **{f"tensorflow.contrib.image.{name}": (f"image_{name}", "TPC100")
+       for name in ("transform", "rotate", "translate")},
+    "tensorflow.contrib.training.HParams": ("HParams", "TPC068"),
 }
 _GUARDED_IMPORT = ("--estimator-to-tf2: a tensorflow.contrib import under `except ImportError` "
                    "raises the ImportError TF 2 raises (the program's own handler runs)")
@@ -58,7 +64,8 @@ _TF2_IMPORT_ERROR = ("No module named 'tensorflow.contrib' ({module}: TF 2 has n
 
 # contrib modules all of whose names a program uses are the driver's.
 SERVED_MODULES = ("tensorflow.contrib.tpu.python.tpu.async_checkpoint",
-                  "tensorflow.contrib.training.python.training.evaluation")
+                  "tensorflow.contrib.training.python.training.evaluation",
+                  "tensorflow.contrib.image", "tensorflow.contrib.training")
 _SERVED_IMPORT_REMOVED = ("# tpu_compat: `from {module} import {names}` removed "
                           "(upgrade --estimator-to-tf2): its names are tpu_estimator_tf2's")
 

@@ -45,10 +45,12 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-__all__ = ["AsyncCheckpointSaverHook", "CrossReplicaOptimizer", "EstimatorSpec",
-           "InputPipelineConfig", "ModeKeys", "PredictOutput", "RunConfig", "ServingInputReceiver", "SessionRunArgs", "SessionRunHook",
-           "TPUConfig", "TPUEstimatorSpec", "TPUStrategyEstimator", "bfloat16_scope",
-           "all_summary_ops", "checkpoints_iterator", "cross_replica_sum", "init_from_checkpoint", "layer_norm"]
+__all__ = ["AsyncCheckpointSaverHook", "CrossReplicaOptimizer", "EstimatorSpec", "HParams",
+           "InputPipelineConfig", "ModeKeys", "PredictOutput", "RunConfig",
+           "ServingInputReceiver", "SessionRunArgs", "SessionRunHook", "TPUConfig",
+           "TPUEstimatorSpec", "TPUStrategyEstimator", "all_summary_ops", "bfloat16_scope",
+           "checkpoints_iterator", "cross_replica_sum", "image_rotate", "image_transform",
+           "image_translate", "init_from_checkpoint", "layer_norm"]
 
 
 def _track_tf1_style_variables():
@@ -324,6 +326,85 @@ def _checkpoint_schedule(hooks, config, model_dir):
 # contrib.training's evaluation.checkpoints_iterator (a TPU trainer's eval mode, waiting
 # for each new checkpoint): the same function TF 1.15 kept in core (checkpoint_utils.py).
 checkpoints_iterator = tf.compat.v1.train.checkpoints_iterator
+
+# tf.contrib.image's projective transforms (TF 1.15 tensorflow/contrib/image/python/ops/
+# image_ops.py: transform, rotate, translate), as AutoAugment (tensorflow/tpu's
+# autoaugment.py) calls them: the same ImageProjectiveTransformV2 kernel, whose TF 2
+# fill_mode default (CONSTANT, 0) is contrib's zero fill.
+def _as_4d(images):
+    """(the images as a batch, the rank given): contrib's rank 2 (HW), 3 (HWC), 4 (NHWC)."""
+    images = tf.convert_to_tensor(images)
+    rank = images.shape.rank
+    if rank not in (2, 3, 4):
+        raise TypeError(f"contrib.image: images must have rank 2, 3 or 4, given rank {rank}")
+    return {2: lambda: images[None, :, :, None], 3: lambda: images[None],
+            4: lambda: images}[rank](), rank
+
+
+def image_transform(images, transforms, interpolation="NEAREST", output_shape=None, name=None):
+    """contrib.image.transform: each output pixel (x, y) reads the input at
+    ((a0 x + a1 y + a2) / k, (b0 x + b1 y + b2) / k), k = c0 x + c1 y + 1."""
+    del name
+    batch, rank = _as_4d(images)
+    transforms = tf.convert_to_tensor(transforms, tf.float32)
+    if transforms.shape.rank == 1:
+        transforms = transforms[None]
+    if output_shape is None:
+        output_shape = tf.shape(batch)[1:3]
+    output = tf.raw_ops.ImageProjectiveTransformV2(
+        images=batch, transforms=transforms,
+        output_shape=tf.convert_to_tensor(output_shape, tf.int32),
+        interpolation=interpolation.upper())
+    if rank == 2:
+        return output[0, :, :, 0]
+    return output[0] if rank == 3 else output
+
+
+def image_rotate(images, angles, interpolation="NEAREST", name=None):
+    """contrib.image.rotate: counterclockwise by ``angles`` (radians) about the center."""
+    del name
+    batch, _ = _as_4d(images)
+    height = tf.cast(tf.shape(batch)[1], tf.float32)[None]
+    width = tf.cast(tf.shape(batch)[2], tf.float32)[None]
+    angles = tf.convert_to_tensor(angles, tf.float32)
+    angles = angles[None] if angles.shape.rank == 0 else angles
+    cos, sin = tf.cos(angles), tf.sin(angles)
+    x_offset = ((width - 1) - (cos * (width - 1) - sin * (height - 1))) / 2.0
+    y_offset = ((height - 1) - (sin * (width - 1) + cos * (height - 1))) / 2.0
+    transforms = tf.concat([cos[:, None], -sin[:, None], x_offset[:, None], sin[:, None],
+                            cos[:, None], y_offset[:, None],
+                            tf.zeros((tf.shape(angles)[0], 2), tf.float32)], axis=1)
+    return image_transform(images, transforms, interpolation=interpolation)
+
+
+def image_translate(images, translations, interpolation="NEAREST", name=None):
+    """contrib.image.translate: by ``translations`` [dx, dy] pixels."""
+    del name
+    translations = tf.convert_to_tensor(translations, tf.float32)
+    translations = translations[None] if translations.shape.rank == 1 else translations
+    count = tf.shape(translations)[0]
+    ones, zeros = tf.ones((count, 1), tf.float32), tf.zeros((count, 1), tf.float32)
+    transforms = tf.concat([ones, zeros, -translations[:, 0, None], zeros, ones,
+                            -translations[:, 1, None], zeros, zeros], axis=1)
+    return image_transform(images, transforms, interpolation=interpolation)
+
+
+class HParams:
+    """tf.contrib.training.HParams as AutoAugment uses it (keyword values read as
+    attributes; ``values()``, ``get``); its parsing and protos are not migrated."""
+
+    def __init__(self, hparam_def=None, model_structure=None, **values):
+        if hparam_def is not None or model_structure is not None:
+            _refuse("HParams.hparam_def/model_structure", hparam_def or model_structure,
+                    "use a dict, dataclass or absl flags")
+        self.__dict__.update(values)
+
+    def values(self):
+        return dict(self.__dict__)
+
+    def get(self, key, default=None):
+        return self.__dict__.get(key, default)
+
 
 # contrib.summary's all_summary_ops (a host_call's return): TF 1.15's summary_ops_v2 had
 # it as the graph's summary ops, None when eager, as all_v2_summary_ops is.
