@@ -261,6 +261,9 @@ def test_contrib_image_ops_and_hparams_in_the_driver(tpu8):
         for x in range(3 - y):
             expected[y, x] = image[y, x + y, 0]
     np.testing.assert_array_equal(sheared, expected)
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    assert driver.checkpoints_iterator is tf.compat.v1.train.checkpoints_iterator
+    assert driver.all_summary_ops is tf.compat.v1.summary.all_v2_summary_ops
     hparams = driver.HParams(cutout_const=100, translate_const=250)
     assert (hparams.cutout_const, hparams.values()) == (
         100, {"cutout_const": 100, "translate_const": 250})
