@@ -187,7 +187,7 @@ def test_a_contrib_import_guarded_by_import_error_raises_it_as_tf2_does():
               "  except ImportError as e:\n"
               "    raise e\n"
               "  try:\n"
-              "    from tensorflow.contrib import image\n"
+              "    from tensorflow.contrib import cloud\n"
               "  except ValueError:\n"
               "    pass\n" + ESTIMATOR)
     migrated = to_tf2.migrate_text(source)
@@ -195,7 +195,7 @@ def test_a_contrib_import_guarded_by_import_error_raises_it_as_tf2_does():
             "(tensorflow.contrib.quantize: TF 2 has no tf.contrib; upgrade "
             "--estimator-to-tf2)\")\n  except ImportError as e:\n") in migrated.text
     # not an ImportError handler: the import stays (the ordinary upgrade's TODO)
-    assert "    from tensorflow.contrib import image\n  except ValueError:\n" in migrated.text
+    assert "    from tensorflow.contrib import cloud\n  except ValueError:\n" in migrated.text
     assert [(n.line, n.rule) for n in migrated.notes if n.rule == "TPC100"] == [(4, "TPC100")]
     with pytest.raises(ImportError, match="tensorflow.contrib.quantize: TF 2 has no tf.contrib"):
         exec(migrated.text.split("\n")[4].strip())      # pylint: disable=exec-used
