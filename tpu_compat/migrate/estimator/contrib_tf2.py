@@ -34,8 +34,9 @@ from tpu_compat.migrate.analysis import dotted as _dotted
 __all__ = ["DropServedImports", "RENAMES", "SERVED_MODULES", "ContribForTF2"]
 
 _CONTRIB_SUMMARY = "tensorflow.contrib.summary"
-# contrib.summary's names with a TF 2 form: the most positional arguments whose meaning
-# is the same (None: all), and the call's TF 2 form (None: the same name in tf.summary).
+# contrib.summary's names with a TF 2 form (the same name in tf.summary, but
+# always_record_summaries and all_summary_ops: ContribForTF2.leave_Call): the most
+# positional arguments whose meaning is the same (None: all).
 _SAME_IN_TF2 = {"create_file_writer": None, "scalar": 2, "histogram": 2,
                 "always_record_summaries": 0, "all_summary_ops": 0}
 _ALL_SUMMARY_OPS = ("--estimator-to-tf2: contrib.summary.all_summary_ops() is "
