@@ -45,10 +45,12 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-__all__ = ["CrossReplicaOptimizer", "InputPipelineConfig", "ModeKeys", "PredictOutput",
-           "RunConfig", "ServingInputReceiver", "SessionRunArgs", "SessionRunHook",
-           "TPUConfig", "TPUEstimatorSpec", "TPUStrategyEstimator", "bfloat16_scope",
-           "cross_replica_sum", "init_from_checkpoint", "layer_norm"]
+__all__ = ["AsyncCheckpointSaverHook", "CrossReplicaOptimizer", "EstimatorSpec", "HParams",
+           "InputPipelineConfig", "ModeKeys", "PredictOutput", "RunConfig",
+           "ServingInputReceiver", "SessionRunArgs", "SessionRunHook", "TPUConfig",
+           "TPUEstimatorSpec", "TPUStrategyEstimator", "all_summary_ops", "bfloat16_scope",
+           "checkpoints_iterator", "cross_replica_sum", "image_rotate", "image_transform",
+           "image_translate", "init_from_checkpoint", "layer_norm"]
 
 
 def _track_tf1_style_variables():
@@ -166,6 +168,32 @@ class TPUEstimatorSpec:
         self.evaluation_hooks = list(evaluation_hooks or [])
 
 
+class EstimatorSpec(TPUEstimatorSpec):
+    """tf.estimator.EstimatorSpec returned by a TPUEstimator's model_fn (tensorflow/tpu's
+    resnet_main.py in PREDICT, for its CPU export). TPUEstimator took it on the CPU, in
+    export and in TPU training, and refused it in TPU evaluation and prediction
+    (tensorflow_estimator r1.15 tpu_estimator.py: _verify_estimator_spec,
+    eval_step, predict_step): the driver does the same (``_call_model_fn``)."""
+
+    def __init__(self, mode, predictions=None, loss=None, train_op=None, eval_metric_ops=None,
+                 export_outputs=None, training_chief_hooks=None, training_hooks=None,
+                 scaffold=None, evaluation_hooks=None, prediction_hooks=None):
+        if training_chief_hooks:
+            raise ValueError("training_chief_hooks returned by EstimatorSpec is not supported "
+                             "in TPUEstimator. If you want to pass training hooks, please "
+                             "pass via training_hooks.")
+        if eval_metric_ops:
+            _refuse("EstimatorSpec.eval_metric_ops", sorted(eval_metric_ops),
+                    "metric update ops run in a TF 1 session; return "
+                    "TPUEstimatorSpec(eval_metrics=(metric_fn, tensors))")
+        if scaffold is not None:
+            logging.warning("EstimatorSpec.Scaffold is ignored by TPU train/eval. "
+                            "Please use TPUEstimatorSpec.")
+        super().__init__(mode, predictions=predictions, loss=loss, train_op=train_op,
+                         export_outputs=export_outputs, training_hooks=training_hooks,
+                         evaluation_hooks=evaluation_hooks, prediction_hooks=prediction_hooks)
+
+
 # A program's own hook classes subclass these (tf.estimator's were the same classes).
 SessionRunHook = tf.compat.v1.train.SessionRunHook
 SessionRunArgs = tf.compat.v1.train.SessionRunArgs
@@ -241,6 +269,146 @@ class _LoopHooks:
         with self._global_step_collection():
             for hook in self.hooks:
                 hook.end(self._session)
+
+
+class AsyncCheckpointSaverHook:
+    """tf.contrib.tpu's AsyncCheckpointSaverHook (TF 1.15
+    tensorflow/contrib/tpu/python/tpu/async_checkpoint.py): a CheckpointSaverHook
+    whose ``model.ckpt-N`` writes ran in a thread. Given to ``train`` (or as a
+    training hook) it sets the driver's own saving: every ``save_steps`` steps or
+    ``save_secs`` seconds, asked after each loop, none at step 0, the last step
+    always. Estimator added no saver of its own when a CheckpointSaverHook was
+    among the hooks (tensorflow_estimator r1.15 estimator.py,
+    _train_with_estimator_spec), so this schedule replaces RunConfig's. The driver
+    writes each checkpoint in the step, so none is skipped while an earlier
+    one is still being written (the thread's only other effect)."""
+
+    def __init__(self, checkpoint_dir, save_secs=None, save_steps=None, saver=None,
+                 checkpoint_basename="model.ckpt", scaffold=None, listeners=None):
+        # SecondOrStepTimer's rule (TF 1.15 basic_session_run_hooks.py).
+        if (save_secs is None) == (save_steps is None):
+            raise ValueError(f"AsyncCheckpointSaverHook: exactly one of save_secs and "
+                             f"save_steps must be given, got save_secs={save_secs!r}, "
+                             f"save_steps={save_steps!r}")
+        for name, value in (("saver", saver), ("scaffold", scaffold)):
+            if value is not None:
+                _refuse(f"AsyncCheckpointSaverHook.{name}", value,
+                        "the driver saves its variables by their TF 1 names itself")
+        if listeners:
+            _refuse("AsyncCheckpointSaverHook.listeners", listeners,
+                    "CheckpointSaverListeners run around the Saver of a TF 1 session")
+        if checkpoint_basename != "model.ckpt":
+            _refuse("AsyncCheckpointSaverHook.checkpoint_basename", checkpoint_basename,
+                    "the driver restores model.ckpt-N from model_dir")
+        self.checkpoint_dir = checkpoint_dir
+        self.save_secs, self.save_steps = save_secs, save_steps
+
+    def schedule(self, model_dir):
+        """(save every N steps, save every N seconds) for a run in ``model_dir``."""
+        if os.path.abspath(self.checkpoint_dir) != os.path.abspath(model_dir):
+            _refuse("AsyncCheckpointSaverHook.checkpoint_dir", self.checkpoint_dir,
+                    f"the driver saves and restores model_dir ({model_dir!r})")
+        return self.save_steps, self.save_secs
+
+
+def _checkpoint_schedule(hooks, config, model_dir):
+    """(hooks left, save every N steps, every N seconds): an AsyncCheckpointSaverHook's
+    schedule when one is among ``hooks``, else RunConfig's."""
+    savers = [hook for hook in hooks if isinstance(hook, AsyncCheckpointSaverHook)]
+    if len(savers) > 1:
+        _refuse("TPUEstimator.train hooks", savers, "one checkpoint saver writes model_dir")
+    rest = [hook for hook in hooks if not isinstance(hook, AsyncCheckpointSaverHook)]
+    if savers:
+        return (rest, *savers[0].schedule(model_dir))
+    return rest, config.save_checkpoints_steps, config.save_checkpoints_secs
+
+
+# contrib.training's evaluation.checkpoints_iterator (a TPU trainer's eval mode, waiting
+# for each new checkpoint): the same function TF 1.15 kept in core (checkpoint_utils.py).
+checkpoints_iterator = tf.compat.v1.train.checkpoints_iterator
+
+# tf.contrib.image's projective transforms (TF 1.15 tensorflow/contrib/image/python/ops/
+# image_ops.py: transform, rotate, translate), as AutoAugment (tensorflow/tpu's
+# autoaugment.py) calls them: the same ImageProjectiveTransformV2 kernel, whose TF 2
+# fill_mode default (CONSTANT, 0) is contrib's zero fill.
+def _as_4d(images):
+    """(the images as a batch, the rank given): contrib's rank 2 (HW), 3 (HWC), 4 (NHWC)."""
+    images = tf.convert_to_tensor(images)
+    rank = images.shape.rank
+    if rank not in (2, 3, 4):
+        raise TypeError(f"contrib.image: images must have rank 2, 3 or 4, given rank {rank}")
+    return {2: lambda: images[None, :, :, None], 3: lambda: images[None],
+            4: lambda: images}[rank](), rank
+
+
+def image_transform(images, transforms, interpolation="NEAREST", output_shape=None, name=None):
+    """contrib.image.transform: each output pixel (x, y) reads the input at
+    ((a0 x + a1 y + a2) / k, (b0 x + b1 y + b2) / k), k = c0 x + c1 y + 1."""
+    del name
+    batch, rank = _as_4d(images)
+    transforms = tf.convert_to_tensor(transforms, tf.float32)
+    if transforms.shape.rank == 1:
+        transforms = transforms[None]
+    if output_shape is None:
+        output_shape = tf.shape(batch)[1:3]
+    output = tf.raw_ops.ImageProjectiveTransformV2(
+        images=batch, transforms=transforms,
+        output_shape=tf.convert_to_tensor(output_shape, tf.int32),
+        interpolation=interpolation.upper())
+    if rank == 2:
+        return output[0, :, :, 0]
+    return output[0] if rank == 3 else output
+
+
+def image_rotate(images, angles, interpolation="NEAREST", name=None):
+    """contrib.image.rotate: counterclockwise by ``angles`` (radians) about the center."""
+    del name
+    batch, _ = _as_4d(images)
+    height = tf.cast(tf.shape(batch)[1], tf.float32)[None]
+    width = tf.cast(tf.shape(batch)[2], tf.float32)[None]
+    angles = tf.convert_to_tensor(angles, tf.float32)
+    angles = angles[None] if angles.shape.rank == 0 else angles
+    cos, sin = tf.cos(angles), tf.sin(angles)
+    x_offset = ((width - 1) - (cos * (width - 1) - sin * (height - 1))) / 2.0
+    y_offset = ((height - 1) - (sin * (width - 1) + cos * (height - 1))) / 2.0
+    transforms = tf.concat([cos[:, None], -sin[:, None], x_offset[:, None], sin[:, None],
+                            cos[:, None], y_offset[:, None],
+                            tf.zeros((tf.shape(angles)[0], 2), tf.float32)], axis=1)
+    return image_transform(images, transforms, interpolation=interpolation)
+
+
+def image_translate(images, translations, interpolation="NEAREST", name=None):
+    """contrib.image.translate: by ``translations`` [dx, dy] pixels."""
+    del name
+    translations = tf.convert_to_tensor(translations, tf.float32)
+    translations = translations[None] if translations.shape.rank == 1 else translations
+    count = tf.shape(translations)[0]
+    ones, zeros = tf.ones((count, 1), tf.float32), tf.zeros((count, 1), tf.float32)
+    transforms = tf.concat([ones, zeros, -translations[:, 0, None], zeros, ones,
+                            -translations[:, 1, None], zeros, zeros], axis=1)
+    return image_transform(images, transforms, interpolation=interpolation)
+
+
+class HParams:
+    """tf.contrib.training.HParams as AutoAugment uses it (keyword values read as
+    attributes; ``values()``, ``get``); its parsing and protos are not migrated."""
+
+    def __init__(self, hparam_def=None, model_structure=None, **values):
+        if hparam_def is not None or model_structure is not None:
+            _refuse("HParams.hparam_def/model_structure", hparam_def or model_structure,
+                    "use a dict, dataclass or absl flags")
+        self.__dict__.update(values)
+
+    def values(self):
+        return dict(self.__dict__)
+
+    def get(self, key, default=None):
+        return self.__dict__.get(key, default)
+
+
+# contrib.summary's all_summary_ops (a host_call's return): TF 1.15's summary_ops_v2 had
+# it as the graph's summary ops, None when eager, as all_v2_summary_ops is.
+all_summary_ops = tf.compat.v1.summary.all_v2_summary_ops
 
 
 class ServingInputReceiver:
@@ -744,6 +912,10 @@ class TPUStrategyEstimator:
         if not isinstance(spec, TPUEstimatorSpec):
             raise TypeError(f"model_fn must return a TPUEstimatorSpec in mode {mode!r}, "
                             f"given: {type(spec).__name__}")
+        if isinstance(spec, EstimatorSpec) and self._use_tpu and mode != ModeKeys.TRAIN:
+            what = "evaluation" if mode == ModeKeys.EVAL else "prediction"
+            raise RuntimeError(f"estimator_spec used by TPU {what} must have type "
+                               f"`TPUEstimatorSpec`. Got {type(spec)}")
         if spec.scaffold_fn is not None:
             # TPUEstimator called scaffold_fn on the host after model_fn; its
             # init_from_checkpoint calls (this module's) are recorded, not run.
@@ -808,7 +980,10 @@ class TPUStrategyEstimator:
         build = tf.function(lambda batch: strategy.run(replica_step, args=(batch,)))
         with strategy.scope(), state.recording():   # creates the variables, runs nothing
             build.get_concrete_function(iterator.element_spec)
-        hooks = _LoopHooks(list(hooks or []) + spec_hooks[0], state.global_step)
+        given = list(hooks or []) + spec_hooks[0]
+        program_hooks, save_every, save_secs = _checkpoint_schedule(
+            given, self.config, self.model_dir)
+        hooks = _LoopHooks(program_hooks, state.global_step)
         saver = self._saver()
         self._restore_or_warm_start()
 
@@ -830,17 +1005,15 @@ class TPUStrategyEstimator:
         step = int(state.global_step.numpy())
         last = max_steps if max_steps is not None else step + steps
         per_loop = self.config.tpu_config.iterations_per_loop
-        if hooks.hooks and not self._use_tpu:
+        if given and not self._use_tpu:
             # TPUEstimator on the CPU ran each step as its own Session.run (its
             # _convert_train_steps_to_hooks), so hooks saw every step.
             per_loop = 1
         log_every = self.config.log_step_count_steps
         log_loops = -(-log_every // per_loop) if log_every else 0
-        save_every = self.config.save_checkpoints_steps
-        # save_checkpoints_secs: CheckpointSaverHook's SecondOrStepTimer, asked after
-        # each Session.run, which under TPUEstimator is one loop of iterations_per_loop
+        # save_secs: CheckpointSaverHook's SecondOrStepTimer, asked after each
+        # Session.run, which under TPUEstimator is one loop of iterations_per_loop
         # steps (basic_session_run_hooks.py, TF 1.15).
-        save_secs = self.config.save_checkpoints_secs
         saved_at, saved_time = step, time.monotonic()
         loops = 0
         hooks.begin()

@@ -41,7 +41,7 @@ from libcst import metadata
 
 from tpu_compat.migrate import scan, sources, upgrade
 from tpu_compat.migrate.analysis import dotted as _dotted
-from tpu_compat.migrate.estimator import keras_tf2
+from tpu_compat.migrate.estimator import contrib_tf2, keras_tf2
 from tpu_compat.migrate.rewrites._keras_tpu_parts import is_import
 
 __all__ = ["DRIVER_MODULE", "Migrated", "driver_source", "migrate_text", "upgrade_bytes",
@@ -87,6 +87,13 @@ _RENAMES.update({f"tensorflow.{p}tpu.bfloat16_scope": ("bfloat16_scope", "TPC048
 # The replica context's all_reduce (group_assignment kept): the same sum.
 _RENAMES.update({f"tensorflow.{p}tpu.cross_replica_sum": ("cross_replica_sum", "TPC042")
                  for p in ("", "compat.v1.", "contrib.")})
+# The contrib names the driver serves (contrib_tf2), and model_fn's EstimatorSpec, which
+# the driver takes where TPUEstimator did.
+_RENAMES.update(contrib_tf2.RENAMES)
+_RENAMES.update({
+    "tensorflow.estimator.EstimatorSpec": ("EstimatorSpec", "TPC076"),
+    "tensorflow.compat.v1.estimator.EstimatorSpec": ("EstimatorSpec", "TPC076"),
+})
 
 # A program's switch to graph mode for the whole process. TPUEstimator built model_fn's
 # graph itself; the driver traces it in a tf.function, and its loop, iterators and
@@ -298,14 +305,20 @@ def migrate_text(text: str, helper: bool = False) -> Migrated:
     its names are pointed at the driver too."""
     keras = keras_tf2.KerasForTF2()     # in-line rewrites: the lines stay where they were
     module = metadata.MetadataWrapper(cst.parse_module(text)).visit(keras)
+    contrib = contrib_tf2.ContribForTF2()
+    module = metadata.MetadataWrapper(module).visit(contrib)
     wrapper = metadata.MetadataWrapper(module)
     migrator = _Migrator()
     migrated = wrapper.visit(migrator)
     renamed = [note for note in migrator.notes if not note.todo]
-    if not any(note.rule == "TPC070" for note in renamed) and not (helper and renamed):
+    if not any(note.rule == "TPC070" for note in renamed) and not (
+            helper and (renamed or contrib.notes)):
         return Migrated(text, [])
-    migrated = migrated.visit(_AddImport())
-    notes = [Note(line, column, rule, what=what) for line, column, rule, what in keras.notes]
+    migrated = migrated.visit(contrib_tf2.DropServedImports())
+    if f"{DRIVER_MODULE}." in migrated.code:     # not for a guarded import's rewrite alone
+        migrated = migrated.visit(_AddImport())
+    notes = [Note(line, column, rule, what=what)
+             for line, column, rule, what in keras.notes + contrib.notes]
     return Migrated(migrated.code, sorted(migrator.notes + migrator.switches + notes,
                                           key=lambda n: (n.line, n.column)))
 
