@@ -297,8 +297,14 @@ def migrate_text(text: str, helper: bool = False) -> Migrated:
     wraps the optimizer in CrossShardOptimizer for run_pretraining.py's model_fn:
     its names are pointed at the driver too."""
     keras = keras_tf2.KerasForTF2()     # in-line rewrites: the lines stay where they were
-    module = metadata.MetadataWrapper(cst.parse_module(text)).visit(keras)
-    wrapper = metadata.MetadataWrapper(module)
+    # The parsed module is this function's own: no copy for the wrapper (a third of a
+    # pass). Keras' pass notes each rewrite; without one its tree is the same code, so
+    # the migrator reuses the wrapper and the metadata it resolved (both passes need
+    # the same providers), instead of copying and resolving everything again.
+    wrapper = metadata.MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
+    module = wrapper.visit(keras)
+    if keras.notes:
+        wrapper = metadata.MetadataWrapper(module)
     migrator = _Migrator()
     migrated = wrapper.visit(migrator)
     renamed = [note for note in migrator.notes if not note.todo]
