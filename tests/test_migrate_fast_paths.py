@@ -18,8 +18,9 @@ import os
 
 import libcst as cst
 import pytest
+from libcst._metadata_dependent import LazyValue
 from libcst.metadata import (ExpressionContextProvider, MetadataWrapper, PositionProvider,
-                             ScopeProvider)
+                             QualifiedNameProvider, ScopeProvider)
 
 from tpu_compat.migrate import _positions, _walk, analysis, scan
 
@@ -195,10 +196,31 @@ def test_scopes_are_the_metadata_wrappers(source):
     assert _scope_signature(module, got) == _scope_signature(module, expected)
 
 
+PROGRAMS = sorted(glob.glob(os.path.join(HERE, "migrate_programs", "*.py")))
+
+
+def test_names_resolved_are_the_metadata_wrappers_qualified_names():
+    """analysis.names_resolved (``--estimator-to-tf2``'s wrapper) holds the qualified
+    names the wrapper resolves itself, node for node, on the TPUEstimator programs."""
+    for path in PROGRAMS:
+        with open(path, encoding="utf-8") as f:
+            module = cst.parse_module(f.read())
+        expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(QualifiedNameProvider)
+        got = analysis.names_resolved(module).resolve(QualifiedNameProvider)
+        assert got.keys() == expected.keys() and len(got) > 100, path
+        assert all(_value(got[node]) == _value(expected[node]) for node in expected), path
+
+
+def _value(value):
+    """A provider's value; QualifiedNameProvider stores most as LazyValue, computed
+    when a visitor's get_metadata asks."""
+    return value() if isinstance(value, LazyValue) else value
+
+
 def test_scope_providers_do_all_their_work_in_visit_module():
-    """scopes_of skips the wrapper's batched pass, which would call these
-    providers' other hooks: there must be none."""
-    for provider in (ScopeProvider, ExpressionContextProvider):
+    """scopes_of and names_resolved skip the wrapper's batched pass, which would
+    call these providers' other hooks: there must be none."""
+    for provider in (ScopeProvider, ExpressionContextProvider, QualifiedNameProvider):
         hooks = {name for klass in provider.__mro__
                  if klass.__module__.startswith("libcst.metadata")
                  for name in vars(klass)

@@ -40,7 +40,7 @@ import libcst as cst
 from libcst import metadata
 
 from tpu_compat.migrate import scan, sources, upgrade
-from tpu_compat.migrate.analysis import dotted as _dotted
+from tpu_compat.migrate.analysis import dotted as _dotted, names_resolved
 from tpu_compat.migrate.estimator import keras_tf2
 from tpu_compat.migrate.rewrites._keras_tpu_parts import is_import
 
@@ -297,11 +297,11 @@ def migrate_text(text: str, helper: bool = False) -> Migrated:
     wraps the optimizer in CrossShardOptimizer for run_pretraining.py's model_fn:
     its names are pointed at the driver too."""
     keras = keras_tf2.KerasForTF2()     # in-line rewrites: the lines stay where they were
-    # The parsed module is this function's own: no copy for the wrapper (a third of a
-    # pass). Keras' pass notes each rewrite; without one its tree is the same code, so
-    # the migrator reuses the wrapper and the metadata it resolved (both passes need
-    # the same providers), instead of copying and resolving everything again.
-    wrapper = metadata.MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
+    # The parsed module is this function's own: no copy for the wrapper, its qualified
+    # names resolved without the wrapper's idle passes. Keras' pass notes each rewrite;
+    # without one its tree is the same code, so the migrator reuses the wrapper and the
+    # metadata it resolved (both passes need the same providers).
+    wrapper = names_resolved(cst.parse_module(text))
     module = wrapper.visit(keras)
     if keras.notes:
         wrapper = metadata.MetadataWrapper(module)
