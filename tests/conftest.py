@@ -257,15 +257,16 @@ def parse_numbers(stdout):
     return numbers
 
 
-def tpu_and_one_device_numbers(program, model_dirs, replicas=8):
+def tpu_and_one_device_numbers(program, model_dirs, replicas=8, flags=()):
     """The ``KEY: number`` lines of a TPUEstimator scenario (``--use_tpu``, ``--model_dir``)
-    run on the emulated TPU and, without ``--use_tpu``, on one device: ``(tpu, cpu)``."""
+    run on the emulated TPU and, without ``--use_tpu``, on one device: ``(tpu, cpu)``.
+    ``flags``: more of the program's flags, for both runs (its core count)."""
     env = {"TPU_COMPAT_WARNINGS": "ignore"}
     runs = {}
-    for mode, flags in (("tpu", ["--use_tpu"]), ("cpu", [])):
+    for mode, mode_flags in (("tpu", ["--use_tpu"]), ("cpu", [])):
         runs[mode] = parse_numbers(check_ok(run_scenario(
-            program, replicas, *flags, "--model_dir", str(model_dirs / mode), env=env,
-            tf1=True)).stdout)
+            program, replicas, *mode_flags, *flags, "--model_dir", str(model_dirs / mode),
+            env=env, tf1=True)).stdout)
     return runs["tpu"], runs["cpu"]
 
 

@@ -88,9 +88,10 @@ def _codegen_state_works():
 
 @functools.lru_cache(maxsize=None)
 def _provider_results_work():
-    # scopes_of may skip MetadataWrapper's batched pass only while the two
-    # providers do all their work in visit_Module, storing it in _computed.
-    for provider in (metadata.ScopeProvider, metadata.ExpressionContextProvider):
+    # scopes_of (and names_resolved) may skip MetadataWrapper's batched pass only
+    # while the providers do all their work in visit_Module, storing it in _computed.
+    for provider in (metadata.ScopeProvider, metadata.ExpressionContextProvider,
+                     metadata.QualifiedNameProvider):
         hooks = {name for klass in provider.__mro__
                  if klass.__module__.startswith("libcst.metadata")
                  for name in vars(klass)
@@ -99,7 +100,10 @@ def _provider_results_work():
             return False
         if not isinstance(getattr(provider(), "_computed", None), dict):
             return False
-    return True
+    # analysis.names_resolved hands the results to the wrapper's cache of resolved
+    # providers, which it resolves only the rest of.
+    wrapper = metadata.MetadataWrapper(cst.Module([]), unsafe_skip_copy=True)
+    return isinstance(getattr(wrapper, "_metadata", None), dict)
 
 
 def children_visit():

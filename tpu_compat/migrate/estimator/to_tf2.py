@@ -40,7 +40,7 @@ import libcst as cst
 from libcst import metadata
 
 from tpu_compat.migrate import scan, sources, upgrade
-from tpu_compat.migrate.analysis import dotted as _dotted
+from tpu_compat.migrate.analysis import dotted as _dotted, names_resolved
 from tpu_compat.migrate.estimator import contrib_tf2, keras_tf2
 from tpu_compat.migrate.rewrites._keras_tpu_parts import is_import
 
@@ -90,10 +90,8 @@ _RENAMES.update({f"tensorflow.{p}tpu.cross_replica_sum": ("cross_replica_sum", "
 # The contrib names the driver serves (contrib_tf2), and model_fn's EstimatorSpec, which
 # the driver takes where TPUEstimator did.
 _RENAMES.update(contrib_tf2.RENAMES)
-_RENAMES.update({
-    "tensorflow.estimator.EstimatorSpec": ("EstimatorSpec", "TPC076"),
-    "tensorflow.compat.v1.estimator.EstimatorSpec": ("EstimatorSpec", "TPC076"),
-})
+_RENAMES.update({f"tensorflow.{p}estimator.EstimatorSpec": ("EstimatorSpec", "TPC076")
+                 for p in ("", "compat.v1.")})
 
 # A program's switch to graph mode for the whole process. TPUEstimator built model_fn's
 # graph itself; the driver traces it in a tf.function, and its loop, iterators and
@@ -303,22 +301,26 @@ def migrate_text(text: str, helper: bool = False) -> Migrated:
     holds the file that builds the estimator), as BERT's optimization.py, which
     wraps the optimizer in CrossShardOptimizer for run_pretraining.py's model_fn:
     its names are pointed at the driver too."""
-    keras = keras_tf2.KerasForTF2()     # in-line rewrites: the lines stay where they were
-    module = metadata.MetadataWrapper(cst.parse_module(text)).visit(keras)
-    contrib = contrib_tf2.ContribForTF2()
-    module = metadata.MetadataWrapper(module).visit(contrib)
-    wrapper = metadata.MetadataWrapper(module)
+    # In-line rewrites (the lines stay where they were). The wrapper needs no copy of
+    # this parse, and resolves names without its idle passes; a pass that notes no
+    # rewrite leaves the same code, so the next reuses its wrapper and metadata.
+    rewrites = (keras_tf2.KerasForTF2(), contrib_tf2.ContribForTF2())
+    wrapper = names_resolved(cst.parse_module(text))
+    for rewrite in rewrites:
+        module = wrapper.visit(rewrite)
+        if rewrite.notes:
+            wrapper = metadata.MetadataWrapper(module)
     migrator = _Migrator()
     migrated = wrapper.visit(migrator)
     renamed = [note for note in migrator.notes if not note.todo]
     if not any(note.rule == "TPC070" for note in renamed) and not (
-            helper and (renamed or contrib.notes)):
+            helper and (renamed or rewrites[1].notes)):
         return Migrated(text, [])
     migrated = migrated.visit(contrib_tf2.DropServedImports())
     if f"{DRIVER_MODULE}." in migrated.code:     # not for a guarded import's rewrite alone
         migrated = migrated.visit(_AddImport())
     notes = [Note(line, column, rule, what=what)
-             for line, column, rule, what in keras.notes + contrib.notes]
+             for rewrite in rewrites for line, column, rule, what in rewrite.notes]
     return Migrated(migrated.code, sorted(migrator.notes + migrator.switches + notes,
                                           key=lambda n: (n.line, n.column)))
 
