@@ -22,6 +22,7 @@ import pytest
 from tpu_compat import _process, tf_support
 
 import fork_server
+import iterator_lifetimes
 import module_order
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -300,13 +301,29 @@ def assert_one_error_line(result, message):
     assert lines[-1].startswith("tpu-compat: error: ") and message in lines[-1], lines[-1]
 
 
+# Eager iterators a test makes, so that the ones a reference cycle keeps die
+# at that test's end, young, not in a later test's garbage collection, which
+# would wait up to a minute for their autotune thread (tests/iterator_lifetimes.py).
+_iterators = iterator_lifetimes.WATCH
+
+
 @pytest.fixture(scope="session")
 def tpu8():
     """The in-process backend: an 8-core emulated TPU (routing not installed)."""
     from tpu_compat.runtime import backend  # pylint: disable=import-outside-toplevel
     chosen = backend.get_backend()
     assert chosen.num_replicas == 8 and chosen.kind == "cpu"
+    # Only a test with tpu8 can make an eager iterator in process (one without
+    # fails in _tensorflow_devices_left_to_tpu8 below).
+    _iterators.hook()
     return chosen
+
+
+@pytest.fixture(autouse=True)
+def _eager_iterators_die_young():
+    """Collects garbage after a test that leaves an eager iterator alive (only then)."""
+    yield
+    _iterators.release()
 
 
 @pytest.fixture(autouse=True)

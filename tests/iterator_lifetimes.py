@@ -1,0 +1,81 @@
+"""Eager tf.data iterators die in the test that made them, while young (issue 32).
+
+Why: destroying an eager iterator over a dataset with tf.data's autotuning on
+(its default) waits for the iterator's autotune model thread
+(``RootDataset::Iterator`` dtor -> ``UnboundedThreadPool::LogicalThreadWrapper``
+dtor), and that thread does not wake for it: it finishes its current sleep
+first, a sleep that doubles from 10 ms up to 60 s (``kOptimizationPeriodMaxMs``
+in tensorflow/core/framework/model.h). Measured on TF 2.21: deleting such an
+iterator 75 s after its first element took 6.9-7.1 s, 10 s after it 10.2 s, and
+often nothing, depending on where in its sleep the thread was.
+
+An iterator freed by reference counting dies when its test drops it, young.
+One kept in a reference cycle (a Keras model's, a traceback's, a test's
+closure) dies whenever a later generation-2 collection runs, minutes later in
+another test, which then waits up to a minute doing nothing: a full lane-1 run
+lost 122 s that way inside one pure-Python test
+(test_legacy_table.py::test_every_hook_target_is_instrumented).
+
+So the suite watches the eager iterators each test makes (``OwnedIterator``,
+which distributed and multi-device iterators build theirs from) through a
+weak reference taken at construction, and after a test that leaves one
+alive, collects garbage once, at that test's end: the cyclic ones then die young,
+in the test that made them, and nothing is paid after the tests that made none
+(a ``gc.collect()`` after every test would cost more than the stalls). The
+autotuning itself stays on: the tests run what users run.
+"""
+
+import functools
+import gc
+import weakref
+
+__all__ = ["IteratorWatch", "WATCH"]
+
+
+class IteratorWatch:
+    """Weak references to the eager iterators made since the last ``release``."""
+
+    def __init__(self):
+        self._born = []
+        self._hooked = False
+
+    def hook(self):
+        """Watches ``OwnedIterator`` construction from now on (once per process).
+
+        Only a weak reference is kept: the iterator's life and behaviour are
+        the user's, unchanged.
+        """
+        if self._hooked:
+            return
+        # pylint: disable-next=import-outside-toplevel
+        from tensorflow.python.data.ops import iterator_ops
+        construct = iterator_ops.OwnedIterator.__init__
+        born = self._born
+
+        @functools.wraps(construct)
+        def __init__(iterator, *args, **kwargs):
+            construct(iterator, *args, **kwargs)
+            born.append(weakref.ref(iterator))
+
+        iterator_ops.OwnedIterator.__init__ = __init__
+        self._hooked = True
+
+    def alive(self):
+        """The watched iterators still alive."""
+        return [iterator for iterator in (ref() for ref in self._born) if iterator is not None]
+
+    def release(self):
+        """Ends the watch of the iterators made so far; collects garbage once if
+        any is still alive (the cyclic ones die now). Returns how many of them
+        something still holds after that (a fixture, a cache)."""
+        born = self._born[:]
+        del self._born[:]
+        if all(ref() is None for ref in born):
+            return 0
+        gc.collect()
+        return sum(ref() is not None for ref in born)
+
+
+# The suite's one watch (tests/conftest.py hooks it in the tpu8 fixture and
+# releases it after every test).
+WATCH = IteratorWatch()
