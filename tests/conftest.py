@@ -10,12 +10,14 @@ The emulated TPU's device layout is fixed once per process, so:
 
 import ast
 import atexit
+import gc
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+import warnings
 
 import pytest
 
@@ -319,11 +321,23 @@ def tpu8():
     return chosen
 
 
+gc.callbacks.append(iterator_lifetimes.LONG_COLLECTIONS)
+LONG_COLLECTION_SECONDS = 10.0
+
+
 @pytest.fixture(autouse=True)
 def _eager_iterators_die_young():
-    """Collects garbage after a test that leaves an eager iterator alive (only then)."""
+    """Collects garbage after a test that leaves an eager iterator alive (only
+    then), and warns, naming the test, of a collection that took long in it."""
+    iterator_lifetimes.LONG_COLLECTIONS.take()
     yield
     _iterators.release()
+    longest = iterator_lifetimes.LONG_COLLECTIONS.take()
+    if longest > LONG_COLLECTION_SECONDS:
+        warnings.warn(pytest.PytestWarning(
+            f"a garbage collection took {longest:.0f} s in this test: probably an "
+            f"eager tf.data iterator, left in a reference cycle, waiting for its "
+            f"autotune thread (tests/iterator_lifetimes.py)"))
 
 
 @pytest.fixture(autouse=True)

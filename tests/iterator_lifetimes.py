@@ -27,9 +27,10 @@ autotuning itself stays on: the tests run what users run.
 
 import functools
 import gc
+import time
 import weakref
 
-__all__ = ["IteratorWatch", "WATCH"]
+__all__ = ["IteratorWatch", "WATCH", "LongCollections", "LONG_COLLECTIONS"]
 
 
 class IteratorWatch:
@@ -76,6 +77,34 @@ class IteratorWatch:
         return sum(ref() is not None for ref in born)
 
 
+class LongCollections:
+    """The longest generation-2 garbage collection since the last ``take``.
+
+    A ``gc.callbacks`` entry: it returns at once for the frequent young
+    collections, so it costs nothing a test would notice. Lets the suite name
+    the test in which a collection waited, should an iterator escape the watch
+    (one made before the tpu8 fixture's hook, or a new kind).
+    """
+
+    def __init__(self):
+        self._started = None
+        self.longest = 0.0
+
+    def __call__(self, phase, info):
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        elif self._started is not None:
+            self.longest = max(self.longest, time.perf_counter() - self._started)
+            self._started = None
+
+    def take(self):
+        longest, self.longest = self.longest, 0.0
+        return longest
+
+
 # The suite's one watch (tests/conftest.py hooks it in the tpu8 fixture and
 # releases it after every test).
 WATCH = IteratorWatch()
+LONG_COLLECTIONS = LongCollections()

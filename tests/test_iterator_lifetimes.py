@@ -8,6 +8,7 @@ the emulated TPU itself leaves none in a cycle.
 """
 
 import gc
+import time
 import weakref
 
 import pytest
@@ -65,3 +66,17 @@ def test_the_emulated_tpus_distributed_iterator_is_freed_without_the_collector(
     del distributed, parts
     assert whole() is None
     assert iterator_lifetimes.WATCH.release() == 0
+
+
+def test_only_generation_2_collections_are_timed_for_the_warning():
+    clock = iterator_lifetimes.LongCollections()
+    clock("start", {"generation": 2})
+    clock("start", {"generation": 0})  # a young collection inside it: not timed
+    clock("stop", {"generation": 0})
+    time.sleep(0.05)
+    clock("stop", {"generation": 2})
+    clock("start", {"generation": 1})
+    time.sleep(0.2)
+    clock("stop", {"generation": 1})
+    assert 0.05 <= clock.take() < 0.2
+    assert clock.take() == 0.0
