@@ -34,7 +34,8 @@ __all__ = ["IteratorWatch", "WATCH", "LongCollections", "LONG_COLLECTIONS"]
 
 
 class IteratorWatch:
-    """Weak references to the eager iterators made since the last ``release``."""
+    """Weak references to the eager iterators made since the last ``release``,
+    and to their resource handles."""
 
     def __init__(self):
         self._born = []
@@ -57,6 +58,12 @@ class IteratorWatch:
         def __init__(iterator, *args, **kwargs):
             construct(iterator, *args, **kwargs)
             born.append(weakref.ref(iterator))
+            # The wait happens when the eager resource handle dies
+            # (EagerTensor_dealloc -> ~IteratorResource), which a cycle can
+            # keep after the iterator object is gone (a function's inputs).
+            handle = getattr(iterator, "_iterator_resource", None)
+            if type(handle).__name__ == "EagerTensor":
+                born.append(weakref.ref(handle))
 
         iterator_ops.OwnedIterator.__init__ = __init__
         self._hooked = True

@@ -43,7 +43,7 @@ def test_an_iterator_a_cycle_keeps_dies_at_the_release(tpu8, collector_off):
     held = iter(_autotuned_dataset())
     del holder
     assert cyclic() is not None  # only the collector can free it
-    assert iterator_lifetimes.WATCH.release() == 1  # the one still held: `held`
+    assert iterator_lifetimes.WATCH.release() == 2  # `held` and its resource handle
     assert cyclic() is None
     assert iterator_lifetimes.WATCH.release() == 0  # `held` is no longer watched
     del held
