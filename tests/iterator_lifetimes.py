@@ -3,26 +3,27 @@
 Why: destroying an eager iterator over a dataset with tf.data's autotuning on
 (its default) waits for the iterator's autotune model thread
 (``RootDataset::Iterator`` dtor -> ``UnboundedThreadPool::LogicalThreadWrapper``
-dtor), and that thread does not wake for it: it finishes its current sleep
-first, a sleep that doubles from 10 ms up to 60 s (``kOptimizationPeriodMaxMs``
-in tensorflow/core/framework/model.h). Measured on TF 2.21: deleting such an
-iterator 75 s after its first element took 6.9-7.1 s, 10 s after it 10.2 s, and
-often nothing, depending on where in its sleep the thread was.
+dtor, py-spy). On TF 2.21 that thread does not wake promptly for it, though
+the dtor cancels it: measured, the wait ends with the thread's current sleep,
+which doubles from 10 ms up to 60 s (``kOptimizationPeriodMaxMs`` in
+tensorflow/core/framework/model.h). Deleting such an iterator 75 s after its
+first element took 6.9-7.1 s, 10 s after it 10.2 s, at other ages nothing.
 
 An iterator freed by reference counting dies when its test drops it, young.
-One kept in a reference cycle (a Keras model's, a traceback's, a test's
-closure) dies whenever a later generation-2 collection runs, minutes later in
-another test, which then waits up to a minute doing nothing: a full lane-1 run
-lost 122 s that way inside one pure-Python test
-(test_legacy_table.py::test_every_hook_target_is_instrumented).
+One kept in a reference cycle dies whenever a later generation-2 collection
+runs, minutes later, in another test, which then waits up to a minute doing
+nothing: a full lane-1 run lost 122 s that way inside one pure-Python test
+(test_legacy_table.py::test_every_hook_target_is_instrumented). Found: a
+``tf.function`` closing over a distributed iterator (test_tpu_semantics.py),
+whose graph, a cycle, captures the 8 device iterators' resource handles.
 
 So the suite watches the eager iterators each test makes (``OwnedIterator``,
-which distributed and multi-device iterators build theirs from) through a
-weak reference taken at construction, and after a test that leaves one
-alive, collects garbage once, at that test's end: the cyclic ones then die young,
-in the test that made them, and nothing is paid after the tests that made none
-(a ``gc.collect()`` after every test would cost more than the stalls). The
-autotuning itself stays on: the tests run what users run.
+which distributed and multi-device iterators build theirs from) and their
+resource handles, through weak references taken at construction; after a test
+that leaves one alive, only then, it collects garbage once: the cyclic ones
+die young, in the test that made them, and the tests that made none pay
+nothing (a ``gc.collect()`` after every test would cost more than the stalls).
+The autotuning itself stays on: the tests run what users run.
 """
 
 import functools
