@@ -10,18 +10,21 @@ The emulated TPU's device layout is fixed once per process, so:
 
 import ast
 import atexit
+import gc
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+import warnings
 
 import pytest
 
 from tpu_compat import _process, tf_support
 
 import fork_server
+import iterator_lifetimes
 import module_order
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -301,13 +304,42 @@ def assert_one_error_line(result, message):
     assert lines[-1].startswith("tpu-compat: error: ") and message in lines[-1], lines[-1]
 
 
+# Eager iterators a test makes, so that the ones a reference cycle keeps die
+# at that test's end, young, not in a later test's garbage collection, which
+# would wait up to a minute for their autotune thread (tests/iterator_lifetimes.py).
+_iterators = iterator_lifetimes.WATCH
+
+
 @pytest.fixture(scope="session")
 def tpu8():
     """The in-process backend: an 8-core emulated TPU (routing not installed)."""
     from tpu_compat.runtime import backend  # pylint: disable=import-outside-toplevel
     chosen = backend.get_backend()
     assert chosen.num_replicas == 8 and chosen.kind == "cpu"
+    # Only a test with tpu8 can make an eager iterator in process (one without
+    # fails in _tensorflow_devices_left_to_tpu8 below).
+    _iterators.hook()
     return chosen
+
+
+gc.callbacks.append(iterator_lifetimes.LONG_COLLECTIONS)
+LONG_COLLECTION_SECONDS = 10.0
+
+
+@pytest.fixture(autouse=True)
+def _eager_iterators_die_young():
+    """Collects garbage after a test that leaves an eager iterator alive (only
+    then), and warns, naming the test, of a collection that took long in it."""
+    iterator_lifetimes.LONG_COLLECTIONS.take()
+    yield
+    _iterators.release()
+    wall, cpu = iterator_lifetimes.LONG_COLLECTIONS.take()
+    if wall > LONG_COLLECTION_SECONDS:
+        warnings.warn(pytest.PytestWarning(
+            f"a garbage collection took {wall:.0f} s ({cpu:.1f} s of CPU) in this "
+            f"test: if not a loaded machine, probably an eager tf.data iterator, "
+            f"left in a reference cycle, waiting for its autotune thread "
+            f"(tests/iterator_lifetimes.py)"))
 
 
 @pytest.fixture(autouse=True)

@@ -93,7 +93,7 @@ def test_pytest_plugin_prints_one_line_when_a_test_needs_tensorflow(tmp_path):
 def _requires_tf_suite(directory):
     """A copy of this suite's conftest (with the modules it imports), a module
     marked as a whole, a mixed module."""
-    for name in ("conftest.py", "fork_server.py", "module_order.py"):
+    for name in ("conftest.py", "fork_server.py", "iterator_lifetimes.py", "module_order.py"):
         with open(os.path.join(REPO_ROOT, "tests", name), encoding="utf-8") as handle:
             (directory / name).write_text(handle.read())
     (directory / "test_whole_module.py").write_text(

@@ -271,6 +271,10 @@ def test_input_pipeline_and_outside_compilation_do_not_warn(strategy, lint):
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        # The function closes over the iterator: its graph captures the 8 device
+        # iterators' handles and, a graph being a reference cycle, keeps them past
+        # this test; conftest's iterator watch frees them at its end
+        # (tests/iterator_lifetimes.py), not a later test's collection.
         tf.function(lambda: strategy.run(step, args=(next(iterator),)))()
     assert [w for w in caught if issubclass(w.category, TPUSemanticsWarning)] == []
 
