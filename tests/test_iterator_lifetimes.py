@@ -18,6 +18,8 @@ import iterator_lifetimes
 from tpu_compat.distribute import TPUStrategy
 from tpu_compat.distribute.cluster_resolver import TPUClusterResolver
 
+pytestmark = pytest.mark.requires_tf
+
 
 def _autotuned_dataset():
     """The kind of pipeline whose iterator has an autotune thread (TF's defaults)."""
