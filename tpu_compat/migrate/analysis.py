@@ -970,6 +970,16 @@ def _scopes_by_hand(module, results=None):
     return results[ScopeProvider]
 
 
+def qualified_names(visitor, node):
+    """The qualified names ``visitor`` (a libcst visitor depending on
+    QualifiedNameProvider) resolved for ``node``; none for a node the provider did
+    not see (one a rewrite made)."""
+    try:
+        return {name.name for name in visitor.get_metadata(QualifiedNameProvider, node)}
+    except KeyError:
+        return set()
+
+
 def names_resolved(module):
     """``MetadataWrapper(module, unsafe_skip_copy=True)`` with QualifiedNameProvider
     (and the scopes it depends on) already resolved, as :func:`scopes_of` resolves

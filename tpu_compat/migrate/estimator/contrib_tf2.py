@@ -29,7 +29,7 @@ from typing import List, Tuple
 import libcst as cst
 from libcst import metadata
 
-from tpu_compat.migrate.analysis import dotted as _dotted
+from tpu_compat.migrate.analysis import dotted as _dotted, qualified_names
 
 __all__ = ["DropServedImports", "RENAMES", "SERVED_MODULES", "ContribForTF2"]
 
@@ -81,17 +81,11 @@ class _SummaryUses(cst.CSTVisitor):
         self.supported = True
         self._calls = set()      # the func nodes of checked calls
 
-    def _names(self, node):
-        try:
-            return {q.name for q in self.get_metadata(metadata.QualifiedNameProvider, node)}
-        except KeyError:
-            return set()
-
     def visit_ImportFrom(self, node):
         return False            # the import itself is not a use
 
     def visit_Call(self, node):
-        for name in self._names(node.func):
+        for name in qualified_names(self, node.func):
             short = name[len(_CONTRIB_SUMMARY) + 1:] if name.startswith(
                 _CONTRIB_SUMMARY + ".") else None
             if short in _SAME_IN_TF2:
@@ -108,13 +102,13 @@ class _SummaryUses(cst.CSTVisitor):
         # a direct member (`summary.image`) outside a checked call; a deeper name
         # (`summary.create_file_writer(d).as_default`) is its call's, checked there
         if any(n.startswith(_CONTRIB_SUMMARY + ".") and "." not in n[len(_CONTRIB_SUMMARY) + 1:]
-               for n in self._names(node)):
+               for n in qualified_names(self, node)):
             self.supported = False
             return False
         return True
 
     def visit_Name(self, node):
-        if _CONTRIB_SUMMARY in self._names(node):     # the module itself, passed on
+        if _CONTRIB_SUMMARY in qualified_names(self, node):     # the module itself, passed on
             self.supported = False
 
 
@@ -201,11 +195,7 @@ class ContribForTF2(cst.CSTTransformer):
     def leave_Call(self, original, updated):
         if not self._rewrite or not isinstance(updated.func, cst.Attribute):
             return updated
-        try:
-            names = {q.name for q in self.get_metadata(metadata.QualifiedNameProvider,
-                                                       original.func)}
-        except KeyError:
-            return updated
+        names = qualified_names(self, original.func)
         if f"{_CONTRIB_SUMMARY}.always_record_summaries" in names:
             self._note(original, "TPC120", _ALWAYS_RECORD)
             return updated.with_changes(

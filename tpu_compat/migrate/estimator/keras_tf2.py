@@ -22,7 +22,7 @@ from typing import List, Tuple
 import libcst as cst
 from libcst import metadata
 
-from tpu_compat.migrate.analysis import dotted as _dotted
+from tpu_compat.migrate.analysis import dotted as _dotted, qualified_names
 
 __all__ = ["KerasForTF2"]
 
@@ -49,12 +49,6 @@ class KerasForTF2(cst.CSTTransformer):
         self.notes: List[Tuple[int, int, str, str]] = []
         self._layer_aliases = set()     # `layers = tf.contrib.keras.layers`
 
-    def _qualified(self, node):
-        try:
-            return {q.name for q in self.get_metadata(metadata.QualifiedNameProvider, node)}
-        except KeyError:
-            return set()
-
     def _note(self, node, rule, what):
         position = self.get_metadata(metadata.PositionProvider, node)
         self.notes.append((position.start.line, position.start.column + 1, rule, what))
@@ -70,12 +64,12 @@ class KerasForTF2(cst.CSTTransformer):
         return updated.with_changes(module=cst.parse_expression("tensorflow.compat.v1"))
 
     def visit_Assign(self, node):
-        if self._qualified(node.value) & _LAYERS:
+        if qualified_names(self, node.value) & _LAYERS:
             self._layer_aliases.update(target.target.value for target in node.targets
                                        if isinstance(target.target, cst.Name))
 
     def _is_input(self, func):
-        if self._qualified(func) & _INPUTS:
+        if qualified_names(self, func) & _INPUTS:
             return True
         return (isinstance(func, cst.Attribute) and func.attr.value == "Input"
                 and isinstance(func.value, cst.Name) and func.value.value in self._layer_aliases)

@@ -40,7 +40,7 @@ import libcst as cst
 from libcst import metadata
 
 from tpu_compat.migrate import scan, sources, upgrade
-from tpu_compat.migrate.analysis import dotted as _dotted, names_resolved
+from tpu_compat.migrate.analysis import dotted as _dotted, names_resolved, qualified_names
 from tpu_compat.migrate.estimator import contrib_tf2, keras_tf2
 from tpu_compat.migrate.rewrites._keras_tpu_parts import is_import
 
@@ -186,7 +186,7 @@ class _Migrator(cst.CSTTransformer):
         call = line.body[0].value
         if not isinstance(call, cst.Call) or call.args:
             return None
-        if self._qualified(call.func) & _GRAPH_MODE_SWITCHES:
+        if qualified_names(self, call.func) & _GRAPH_MODE_SWITCHES:
             return _dotted(call.func)
         return None
 
@@ -207,14 +207,8 @@ class _Migrator(cst.CSTTransformer):
 
     # -- names ---------------------------------------------------------------------
 
-    def _qualified(self, node):
-        try:
-            return {q.name for q in self.get_metadata(metadata.QualifiedNameProvider, node)}
-        except KeyError:
-            return set()
-
     def _target(self, node):
-        for name in self._qualified(node):
+        for name in qualified_names(self, node):
             if name in _RENAMES:
                 return _RENAMES[name]
         return None
