@@ -148,9 +148,9 @@ RECIPES = [
               "--train_batch_size=16", "--iterations_per_loop=1", "--model_name=mnasnet-a1",
               "--input_image_size=64", "--num_train_images=64", "--num_parallel_calls=2"),
         data="the program's own null input (--data_dir=null)", extract=("models",),
-        # Budget: building the 8 replicas' MnasNet graph takes most of it (profiled at 1bc110d under
-        # load 10: 14.5 min to the graph, more than 10 min more to the first step; 97% of samples
-        # in TensorFlow's own code, under 1% in tpu_compat's). Not enough there: see FAILURE_NOTES.
+        # Budget: building the 8 replicas' MnasNet graph takes most of it (at 1bc110d under load
+        # 10: 14.5 min to the graph, 10 more to the first step, not done in 1500 s; at 3771514,
+        # sessions placing only what they run (runtime/pod_sessions.py), 446 s on a quiet machine).
         pythonpath=("tpu/models", "tpu/models/common"), expect=TRAINED, timeout=1500,
         survey=TPU_FORKS.format(n=5, path="models/official/mnasnet/mnasnet_main.py")
                + "; the MnasNet/MixNet trainer"),
@@ -393,15 +393,6 @@ RECIPES = [
 # their reasons"; a failing row without a note renders as "not analysed yet"). Keyed by recipe
 # name; keep it true to the latest table.
 FAILURE_NOTES = {
-    "tpu-mnasnet": ("model scale (issue 34 item 7): not finished in 1500 s at load 10. Profiled with a "
-                    "stack sampler (every 0.2 s): 14.5 min to build the 8 replicas' graph, then over "
-                    "10 min in session set-up and the first step; 97% of samples were in TensorFlow's "
-                    "own code (op creation: `_create_c_op`, `graph_def_versions`, `device`), under 1% in "
-                    "tpu_compat's; by the innermost tpu_compat frame: the model_fn's ops 29%, variable "
-                    "creation 9%, the cross-replica gradient sums 11%, MonitoredSession start (graph extension, "
-                    "init) 40%. "
-                    "tpu_compat is not the cost; what native TF takes for the same graph is the "
-                    "research helper's benchmark."),
     "tpu-mobilenet-contrib": ("past its merge_call count mismatch now (fixed, issue 34: its model_fn averages "
                               "tf.trainable_variables() + tf.moving_average_variables() with an "
                               "ExponentialMovingAverage, and replica k read the variables replicas 0..k-1's "
@@ -472,18 +463,14 @@ TF2_NOTES = {
                    "and the driver now refuses it naming the fix (return the dataset from input_fn). "
                    "Its augmentation and shuffle are unseeded, so its training numbers could at best "
                    "be \"the original does not repeat its numbers\"."),
-    "tpu-mnasnet": ("upgraded only by the runner (its unchanged run, over 1500 s at load 10, gives no "
-                    "reference within a session's budget); 0 TODOs since 2026-11-29 (from 3): "
-                    "`from tensorflow.contrib import quantize` and imagenet_input.py's Bigtable "
-                    "client, each in a `try` whose `except ImportError` logs \"not supported in "
-                    "TensorFlow 2.x\", raise TF 2's ImportError there; async checkpointing's hook is "
-                    "the driver's. By hand, 2026-11-29 at `b00625d`: the "
-                    "migrated program runs strict, 8 replicas, its 2 training "
-                    "steps in about 13 min at load ~15 (step-1 loss 7.063674, final 6.976189, from its "
-                    "own initializers, so not compared) once model_fn has TF 1's tensor equality "
-                    "(before: efficientnet/utils.py get_ema_vars' `set()` of variables stopped it, "
-                    "\"Variable is unhashable\"). No verdict until a run from the unchanged run's "
-                    "model.ckpt-0."),
+    "tpu-mnasnet": ("0 TODOs since 2026-11-29 (from 3): `from tensorflow.contrib import quantize` "
+                    "and imagenet_input.py's Bigtable client, each in a `try` whose `except "
+                    "ImportError` logs \"not supported in TensorFlow 2.x\", raise TF 2's ImportError "
+                    "there; async checkpointing's hook is the driver's. Run by the runner on "
+                    "2026-11-29 at `3771514` (quiet machine, 295 s): the migrated program runs "
+                    "strict from the legacy model.ckpt-0, but the unchanged program does not repeat "
+                    "its own numbers (its dropout and drop-connect are unseeded and have no flag to "
+                    "turn them off), so no pass is possible by construction, as for tpu-mnist."),
     "tpu-efficientnet": ("upgraded only by the runner (its unchanged run took 1741 s, beyond this "
                          "session's budget for a reference); 0 TODOs since 2026-11-29 (from 7): "
                          "autoaugment.py's `contrib.image` rotate/translate/transform and "
