@@ -119,17 +119,27 @@ _HOSTS = ("/job:worker/replica:0/task:0/device:CPU:0",
           "/job:worker/replica:0/task:1/device:CPU:0")
 
 
-def test_tpu_context_places_replicas_and_input_on_their_hosts(tpu8):
-    del tpu8
+def _tpu_context(pipeline, batch_sizes, **host_layout):
+    """(config, InternalContext) of a RunConfig whose TPUConfig names the
+    InputPipelineConfig ``pipeline`` (``"PER_HOST_V1"``...), on the TPU with
+    ``batch_sizes`` (train, eval, predict) and 8 replicas; ``host_layout``: the
+    context's other functions (``host_devices_fn``)."""
     from tpu_compat.estimator import tpu  # pylint: disable=import-outside-toplevel
-    from tpu_compat.estimator._spec import ModeKeys  # pylint: disable=import-outside-toplevel
     from tpu_compat.estimator.tpu import context  # pylint: disable=import-outside-toplevel
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the legacy names warn (TPC072-TPC074)
         config = tpu.RunConfig(tpu_config=tpu.TPUConfig(
-            per_host_input_for_training=tpu.InputPipelineConfig.PER_HOST_V1))
-    ctx = context.InternalContext(config, 64, 64, 64, use_tpu=True, eval_on_tpu=True,
-                                  num_replicas_fn=lambda: 8, host_devices_fn=lambda: _HOSTS)
+            per_host_input_for_training=getattr(tpu.InputPipelineConfig, pipeline)))
+    return config, context.InternalContext(config, *batch_sizes, use_tpu=True,
+                                           eval_on_tpu=True, num_replicas_fn=lambda: 8,
+                                           **host_layout)
+
+
+def test_tpu_context_places_replicas_and_input_on_their_hosts(tpu8):
+    del tpu8
+    from tpu_compat.estimator._spec import ModeKeys  # pylint: disable=import-outside-toplevel
+    from tpu_compat.estimator.tpu import context  # pylint: disable=import-outside-toplevel
+    _, ctx = _tpu_context("PER_HOST_V1", (64, 64, 64), host_devices_fn=lambda: _HOSTS)
     with ctx.with_mode(ModeKeys.TRAIN):
         assert (ctx.num_hosts, ctx.num_of_replicas_per_host) == (2, 4)
         # PER_HOST_V1: the host's batch in input_fn, one core's in model_fn.
@@ -174,15 +184,9 @@ def test_one_host_calls_input_fn_once_per_mode(tpu8):
     test_estimator.py's test_input_fn_calls_and_batch_sizes_per_input_pipeline_mode."""
     del tpu8
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    from tpu_compat.estimator import tpu  # pylint: disable=import-outside-toplevel
     from tpu_compat.estimator._spec import ModeKeys  # pylint: disable=import-outside-toplevel
-    from tpu_compat.estimator.tpu import context, input_pipeline  # pylint: disable=import-outside-toplevel
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the legacy names warn (TPC072-TPC074)
-        config = tpu.RunConfig(tpu_config=tpu.TPUConfig(
-            per_host_input_for_training=tpu.InputPipelineConfig.PER_HOST_V2))
-    ctx = context.InternalContext(config, 16, 16, 8, use_tpu=True, eval_on_tpu=True,
-                                  num_replicas_fn=lambda: 8)
+    from tpu_compat.estimator.tpu import input_pipeline  # pylint: disable=import-outside-toplevel
+    config, ctx = _tpu_context("PER_HOST_V2", (16, 16, 8))
     calls = []
 
     def input_fn(params):
